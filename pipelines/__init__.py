@@ -1,0 +1,1 @@
+"""rlclimb.pipelines: the stage engine, the LLM client, pipeline definitions and the CLI."""

@@ -1,0 +1,1 @@
+"""Pipeline definitions: one short module per source kind."""

@@ -1,0 +1,110 @@
+"""Parquet and JSONL reading/writing for records (rows are plain dicts matching an Arrow schema)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from .arrow import arrow_schema
+
+
+def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def write_parquet(rows_or_table: list[dict] | pa.Table, path: str | Path, schema: pa.Schema) -> Path:
+    """Write atomically: a reader (or a resumed run) never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = rows_or_table if isinstance(rows_or_table, pa.Table) else to_table(rows_or_table, schema)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+    return path
+
+
+def iter_parquet_batches(paths: Iterable[str | Path], batch_size: int = 10_000) -> Iterator[list[dict]]:
+    """Stream rows from Parquet files as lists of dicts, `batch_size` rows at a time."""
+    for path in paths:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_size):
+            yield batch.to_pylist(maps_as_pydicts="strict")
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    return pq.read_table(path).to_pylist(maps_as_pydicts="strict")
+
+
+def read_records(path: str | Path, model: type[BaseModel]) -> list[BaseModel]:
+    return [model.model_validate(r) for r in read_rows(path)]
+
+
+def write_records(records: list[BaseModel], path: str | Path) -> Path:
+    if not records:
+        raise ValueError("write_records needs at least one record to know its kind")
+    model = type(records[0])
+    return write_parquet([r.model_dump() for r in records], path, arrow_schema(model))
+
+
+# ---- JSONL -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JsonlError:
+    """A line that could not be read; the caller ledgers it with file and line."""
+
+    path: str
+    line: int
+    reason: str  # short machine-readable reason: "bad_json", "bad_encoding", "not_an_object"
+    detail: str
+
+
+def open_text_lines(path: str | Path) -> Iterator[bytes]:
+    """Raw lines of a `.jsonl` or `.jsonl.gz` file (decoding is per line, so one bad byte costs one line)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        yield from f
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | JsonlError]]:
+    """Yield (line number, object) for every non-blank line; unreadable lines come as JsonlError."""
+    for no, raw in enumerate(open_text_lines(path), start=1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield no, JsonlError(str(path), no, "bad_encoding", f"not UTF-8 at byte {e.start}")
+            continue
+        text = text.lstrip("\ufeff").strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            yield no, JsonlError(str(path), no, "bad_json", f"{e.msg} at column {e.colno}")
+            continue
+        if not isinstance(obj, dict):
+            yield no, JsonlError(str(path), no, "not_an_object", f"a JSON {type(obj).__name__}")
+            continue
+        yield no, obj
+
+
+def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if path.suffix == ".gz" else open
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with opener(tmp, "wt", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+    return path

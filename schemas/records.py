@@ -1,0 +1,214 @@
+"""Typed records: the things that flow through rlclimb (SPEC.md section 1).
+
+Every record has a stable content `id`, a `source` block and `provenance` (one event per stage).
+Free-form payloads that vary per kind (tool parameters, databases, metadata) are JSON strings so
+that every record kind maps onto a fixed Arrow schema.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .ids import content_id, normalize_text
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Source(Model):
+    """Where a record came from: a document (file, page, span), a URL/commit, or an input line."""
+
+    document: str | None = None
+    page: int | None = None
+    section: str | None = None
+    number: str | None = None  # exercise / problem number as printed
+    span: str | None = None  # e.g. "120:348" character offsets, or a bbox "x0,y0,x1,y1"
+    url: str | None = None
+    commit: str | None = None
+    line: int | None = None  # 1-based line in a JSONL input
+    license: str | None = None
+
+
+class StageEvent(Model):
+    """One stage's decision about one record."""
+
+    stage: str
+    version: str
+    decision: Literal["keep", "modify", "drop", "expand", "create"] = "keep"
+    reason: str | None = None
+    model: str | None = None
+    votes: list[str] = Field(default_factory=list)
+    cost: float = 0.0
+
+
+AnswerType = Literal[
+    "numeric", "expression", "interval", "set", "choice", "boolean", "text", "proof"
+]
+QuestionType = Literal["open", "multiple_choice", "proof", "true_false"]
+
+
+class QAItem(Model):
+    id: str = ""
+    question: str
+    answer: str
+    solution: str | None = None  # worked solution text, when the source has one
+    answer_type: AnswerType | None = None
+    question_type: QuestionType | None = None
+    choices: list[str] = Field(default_factory=list)
+    topic: list[str] = Field(default_factory=list)  # hierarchical path, e.g. ["math", "algebra"]
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    meta: str = "{}"  # JSON object: fields kept from the input that the schema does not name
+    source: Source = Field(default_factory=Source)
+    provenance: list[StageEvent] = Field(default_factory=list)
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = qa_id(self.question, self.answer)
+
+
+def qa_id(question: str, answer: str) -> str:
+    return content_id("qa", normalize_text(question), normalize_text(answer))
+
+
+class TestCase(Model):
+    __test__ = False  # not a pytest class
+    input: str  # stdin, or the call expression for function-style tests
+    output: str  # expected stdout, or the expected value's repr
+    kind: Literal["stdio", "call"] = "stdio"
+
+
+class Solution(Model):
+    language: str  # "python", "cpp", ...
+    code: str
+
+
+class CodeProblem(Model):
+    id: str = ""
+    statement: str
+    tests: list[TestCase]
+    solutions: list[Solution] = Field(default_factory=list)
+    entry_point: str | None = None  # function name for call-style tests
+    time_limit_s: float = 6.0
+    memory_limit_mb: int = 512
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    meta: str = "{}"
+    source: Source = Field(default_factory=Source)
+    provenance: list[StageEvent] = Field(default_factory=list)
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = content_id("code", normalize_text(self.statement))
+
+
+class SWETask(Model):
+    """A SWE-bench-style flat instance (SPEC.md section 3)."""
+
+    id: str = ""  # instance id, e.g. "owner__repo-1234"
+    repo: str
+    base_commit: str
+    patch: str  # gold code diff
+    test_patch: str  # hidden test diff
+    problem_statement: str
+    FAIL_TO_PASS: list[str] = Field(default_factory=list)
+    PASS_TO_PASS: list[str] = Field(default_factory=list)
+    image: str | None = None
+    test_command: str | None = None
+    created_at: str | None = None
+    meta: str = "{}"
+    source: Source = Field(default_factory=Source)
+    provenance: list[StageEvent] = Field(default_factory=list)
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = content_id("swe", self.repo, self.base_commit, self.patch)
+
+
+class ToolSpec(Model):
+    name: str
+    description: str
+    parameters: str = "{}"  # JSON schema of the arguments (OpenAI function format)
+    implementation: str = ""  # Python source of `invoke(data, **kwargs)`
+
+
+class ToolCall(Model):
+    name: str
+    arguments: str = "{}"  # JSON object
+
+
+class ToolTask(Model):
+    id: str = ""
+    environment_id: str = ""
+    instruction: str
+    persona: str | None = None
+    actions: list[ToolCall] = Field(default_factory=list)  # gold trajectory
+    outputs: list[str] = Field(default_factory=list)  # strings the final answer must contain
+    needs_tools: bool = True
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = content_id("task", self.environment_id, normalize_text(self.instruction))
+
+
+class ToolEnvironment(Model):
+    id: str = ""
+    name: str
+    description: str
+    tools: list[ToolSpec] = Field(default_factory=list)
+    database: str = "{}"  # JSON: the seeded initial state
+    tasks: list[ToolTask] = Field(default_factory=list)
+    meta: str = "{}"
+    source: Source = Field(default_factory=Source)
+    provenance: list[StageEvent] = Field(default_factory=list)
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = content_id("toolenv", self.name, normalize_text(self.description))
+
+
+class Rollout(Model):
+    id: str = ""
+    prompt_id: str
+    environment: str  # "math", "code", "swe", "tool"
+    policy_version: int
+    prompt: str
+    completion: str
+    reward: float
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    num_tokens: int = 0
+    truncated: bool = False
+    step: int = 0
+
+    def model_post_init(self, __context) -> None:
+        if not self.id:
+            self.id = content_id(
+                "rollout", self.prompt_id, str(self.policy_version), str(self.step), self.completion
+            )
+
+
+class MixSource(Model):
+    path: str  # a run directory or a dataset directory
+    weight: float = 1.0
+    filter: str | None = None  # polars SQL WHERE clause, e.g. "difficulty = 'hard'"
+    max_items: int | None = None
+
+
+class MixSpec(Model):
+    name: str
+    sources: list[MixSource]
+    total: int | None = None  # sample count of the mix; None = use weights as relative shares
+    seed: int = 0
+
+
+RECORD_KINDS: dict[str, type[Model]] = {
+    "qa": QAItem,
+    "code": CodeProblem,
+    "swe": SWETask,
+    "toolenv": ToolEnvironment,
+    "tooltask": ToolTask,
+    "rollout": Rollout,
+}
