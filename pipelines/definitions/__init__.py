@@ -1,1 +1,47 @@
-"""Pipeline definitions: one short module per source kind."""
+"""Pipeline definitions: one short module per source kind, registered by CLI name.
+
+A definition lists its stage classes; the run config has one section per stage name
+(`stages: {import: {question_field: problem}}` in YAML, or `--set import.question_field=problem`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..engine import Pipeline
+from ..stage import Stage
+
+
+class ConfigError(Exception):
+    """Unusable configuration: the CLI prints it on one line and exits 2."""
+
+
+def configure(stage_classes: list[type[Stage]], sections: dict[str, Any]) -> list[Stage]:
+    """Instantiate stages from per-stage config sections, naming any unknown or invalid key."""
+    known = {cls.name: cls for cls in stage_classes}
+    unknown = set(sections) - set(known)
+    if unknown:
+        raise ConfigError(f"unknown stage section(s) {sorted(unknown)}; this pipeline's stages: {sorted(known)}")
+    stages = []
+    for cls in stage_classes:
+        try:
+            stages.append(cls(sections.get(cls.name) or {}))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in (cls.name, *err["loc"]))
+            raise ConfigError(f"config {where}: {err['msg']}") from None
+    return stages
+
+
+def _qa_jsonl(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .qa_jsonl import build
+
+    return build(inputs, sections, shard_size)
+
+
+PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
+    "qa-jsonl": _qa_jsonl,
+}

@@ -1,0 +1,108 @@
+"""The consensus combinator: run a stage n times, store every vote, keep on agreement.
+
+The inner stage says what a vote is (`vote(record) -> str`, e.g. the extracted answer) and when two
+votes agree (`agree(a, b) -> bool`, e.g. the answer checker). A dropped run votes `DROP:<reason>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from typing import Any
+
+from .stage import Drop, Keep, Record, Stage, StageContext
+
+
+def default_vote(record: Record) -> str:
+    return json.dumps({k: v for k, v in record.items() if k != "provenance"}, sort_keys=True, default=str)
+
+
+class Consensus(Stage):
+    kind = "map"
+    cache = True  # the n inner runs are the expensive part
+
+    def __init__(self, inner: Stage, n: int = 3, quorum: int | None = None):
+        if inner.kind != "map":
+            raise ValueError(f"consensus needs a map stage, got {inner.kind} stage {inner.name}")
+        if not 1 <= (quorum or n) <= n:
+            raise ValueError(f"quorum must be in 1..{n}, got {quorum}")
+        super().__init__()
+        self.inner, self.n, self.quorum = inner, n, quorum or n
+        self.name = f"{inner.name}.consensus"
+        self.version = f"{inner.version}.n{n}.q{self.quorum}"
+        self.output_model = inner.output_model
+        self.concurrency = inner.concurrency
+
+    @property
+    def fingerprint(self) -> str:  # the inner config is part of the identity
+        return f"{self.inner.fingerprint[:8]}{self.n}{self.quorum}".ljust(16, "0")[:16]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "inner": self.inner.describe(), "n": self.n, "quorum": self.quorum}
+
+    @property
+    def is_async(self) -> bool:
+        return self.inner.is_async
+
+    def setup(self, ctx: StageContext) -> None:
+        self.inner.setup(ctx)
+
+    def process(self, record: Record, ctx: StageContext) -> Any:
+        runs = [(copy.deepcopy(record), ctx.for_sample(i)) for i in range(self.n)]
+        if self.inner.is_async:
+            return self._gather(runs)
+        return self._decide(record, [self._safe(lambda r=r, c=c: self.inner.process(r, c)) for r, c in runs])
+
+    async def _gather(self, runs) -> Any:
+        async def one(r, c):
+            try:
+                return await self.inner.process(r, c)
+            except Exception as e:  # a failed run is a vote, not a crash
+                return Drop(getattr(e, "drop_reason", "error"), f"{type(e).__name__}: {e}")
+
+        results = await asyncio.gather(*(one(r, c) for r, c in runs))
+        return self._decide(runs[0][0], list(results))
+
+    @staticmethod
+    def _safe(fn) -> Any:
+        try:
+            return fn()
+        except Exception as e:
+            return Drop(getattr(e, "drop_reason", "error"), f"{type(e).__name__}: {e}")
+
+    def _vote(self, result: Any) -> str:
+        if isinstance(result, Drop):
+            return f"DROP:{result.reason}"
+        rec = result.record if isinstance(result, Keep) else result
+        vote = getattr(self.inner, "vote", None)
+        return vote(rec) if vote else default_vote(rec)
+
+    def _agree(self, a: str, b: str) -> bool:
+        if a.startswith("DROP:") or b.startswith("DROP:"):
+            return a == b
+        agree = getattr(self.inner, "agree", None)
+        return agree(a, b) if agree else a == b
+
+    def _decide(self, record: Record, results: list[Any]) -> Keep | Drop:
+        votes = [self._vote(r) for r in results]
+        cost = sum(getattr(r, "cost", 0.0) for r in results)
+        models = {getattr(r, "model", None) for r in results} - {None}
+        model = ",".join(sorted(models)) or None
+        groups: list[list[int]] = []  # greedy clustering by the inner stage's notion of agreement
+        for i, v in enumerate(votes):
+            for g in groups:
+                if self._agree(votes[g[0]], v):
+                    g.append(i)
+                    break
+            else:
+                groups.append([i])
+        best = max(groups, key=len)
+        if len(best) < self.quorum:
+            detail = f"{len(best)}/{self.n} agree, quorum {self.quorum}"
+            return Drop("no_consensus", detail, model=model, votes=tuple(votes), cost=cost)
+        winner = results[best[0]]
+        if isinstance(winner, Drop):
+            return Drop(winner.reason, winner.detail, model=model, votes=tuple(votes), cost=cost)
+        rec = winner.record if isinstance(winner, Keep) else winner
+        return Keep(rec, reason=f"{len(best)}/{self.n} agree", model=model, votes=tuple(votes), cost=cost)

@@ -1,0 +1,488 @@
+"""The local executor: runs a pipeline (a reader and a list of stages) into a run directory.
+
+How it works
+- Stages are grouped into *segments*: runs of row-wise stages (map/filter/expand), fused and
+  applied shard by shard, separated by global stages, which see their whole input once.
+- The input is cut into shards of `shard_size` items in a fixed order. A shard is committed by
+  writing its output part, its ledger part and, last, its `done.json` (stats): all atomic
+  renames. A killed run re-runs only uncommitted shards; since shard boundaries are fixed, the
+  result is the same as an uninterrupted run.
+- Stages with `cache = True` (LLM, sandbox) keep a row-level result cache keyed by (stage
+  fingerprint, content hash of the input record), committed per record, so work finished inside
+  an uncommitted shard is not paid again. The LLM client caches every request as well.
+- Async stages run their shard's records concurrently on asyncio; sync segments run their shards
+  in worker processes when `workers > 1`. Memory is bounded by shard size x shards in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from rlclimb.schemas.arrow import arrow_schema
+from rlclimb.schemas.io import write_parquet
+
+from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats, exception_drop, ledger_row
+from .kvstore import KVStore
+from .progress import Progress
+from .readers import Rejected
+from .rundir import RunDir
+from .stage import Drop, Keep, Record, Stage, StageContext
+
+
+
+@dataclass
+class Pipeline:
+    """A source reader and the stages that turn its items into records."""
+
+    name: str
+    reader: Any  # an iterable of dict | Rejected with fingerprint(), estimate_total(), describe()
+    stages: list[Stage]
+    config: dict[str, Any] = field(default_factory=dict)  # the resolved pipeline config
+    shard_size: int = 10_000
+
+
+@dataclass
+class RunOptions:
+    workers: int = 1  # processes for sync (CPU-bound) segments
+    progress: bool = True
+    seed: int = 0
+    llm: Any = None  # an LLMConfig; the run's LLMClient is built from it
+    shards_in_flight: int = 0  # 0 = 2 x workers
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    records: int
+    stats: dict[str, Any]
+
+
+# ---- segments ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Segment:
+    index: int
+    stages: list[Stage]
+    fingerprint: str
+    schema: pa.Schema | None  # of the segment's output records
+    first: bool  # reads from the pipeline's reader (vs the previous segment's parts)
+
+    @property
+    def is_global(self) -> bool:
+        return self.stages[0].kind == "global"
+
+    @property
+    def is_async(self) -> bool:
+        return any(s.is_async for s in self.stages)
+
+    @property
+    def dirname(self) -> str:
+        return f"{self.index:02d}-{self.stages[-1].name}-{self.fingerprint}"
+
+
+def plan_segments(pipeline: Pipeline) -> list[Segment]:
+    groups: list[list[Stage]] = []
+    for st in pipeline.stages:
+        if st.kind == "global" or not groups or groups[-1][0].kind == "global":
+            groups.append([st])
+        else:
+            groups[-1].append(st)
+    if not groups:
+        raise ValueError(f"pipeline {pipeline.name} has no stages")
+    segments, prev_fp, schema = [], pipeline.reader.fingerprint(), pipeline.reader.schema
+    for i, stages in enumerate(groups):
+        h = hashlib.sha256(f"{prev_fp}|{pipeline.shard_size}".encode())
+        for st in stages:
+            h.update(st.fingerprint.encode())
+            if st.output_model is not None:
+                schema = arrow_schema(st.output_model)
+        prev_fp = h.hexdigest()[:12]
+        segments.append(Segment(i, stages, prev_fp, schema, first=i == 0))
+    return segments
+
+
+# ---- one shard through the row-wise stages of a segment ---------------------------------------
+
+
+def _content_key(stage: Stage, record: Record) -> str:
+    """Cache key: the stage's identity + the record's content (provenance excluded: history is
+    not content, and a re-versioned upstream stage should not invalidate identical records)."""
+    body = json.dumps({k: v for k, v in record.items() if k != "provenance"}, sort_keys=True, default=str)
+    return f"{stage.fingerprint}:{hashlib.sha256(body.encode()).hexdigest()}"
+
+
+def _event(stage: Stage, decision: str, res: Keep | Drop | None = None) -> dict[str, Any]:
+    return {
+        "stage": stage.name,
+        "version": stage.version,
+        "decision": decision,
+        "reason": getattr(res, "reason", None) if isinstance(res, Keep) else None,
+        "model": getattr(res, "model", None),
+        "votes": list(getattr(res, "votes", ())),
+        "cost": getattr(res, "cost", 0.0),
+    }
+
+
+def _with_event(record: Record, event: dict) -> Record:
+    prov = record.get("provenance")
+    if prov is None:
+        record["provenance"] = [event]
+    else:
+        prov.append(event)
+    return record
+
+
+class ShardRunner:
+    """Applies the row-wise stages of one segment to shards of records."""
+
+    def __init__(self, stages: list[Stage], ctx: StageContext, cache: KVStore | None, reads: bool):
+        self.stages, self.ctx, self.cache = stages, ctx, cache
+        self.reads = reads  # first segment: items come from the reader and may be Rejected
+        self.plain_events = {
+            id(s): _event(s, {"map": "modify", "filter": "keep", "expand": "expand"}[s.kind]) for s in stages
+        }
+
+    async def run(self, items: list) -> tuple[list[Record], list[dict], dict[str, StageStats]]:
+        ledger: list[dict] = []
+        stats: dict[str, StageStats] = {}
+        rows = self._reject(items, ledger, stats) if self.reads else items
+        for stage in self.stages:
+            st = stats[stage.name] = StageStats(seen=len(rows))
+            t0 = time.perf_counter()
+            usage0 = self._usage(stage)
+            results = await self._results(stage, rows, st)
+            rows = self._apply(stage, rows, results, ledger, st)
+            st.time_s = time.perf_counter() - t0
+            st.llm = _usage_delta(usage0, self._usage(stage))
+        return rows, ledger, stats
+
+    def _reject(self, items: list, ledger: list[dict], stats: dict[str, StageStats]) -> list[Record]:
+        st = stats[READ_STAGE] = StageStats(seen=len(items))
+        rows = []
+        for it in items:
+            if isinstance(it, Rejected):
+                ledger.append(ledger_row(READ_STAGE, it.drop, None, it.file, it.line, it.raw))
+                st.dropped[it.drop.reason] += 1
+            else:
+                rows.append(it)
+        st.kept = st.out = len(rows)
+        return rows
+
+    def _usage(self, stage: Stage) -> dict[str, float]:
+        llm = self.ctx.llm
+        if llm is None:
+            return {}
+        return dict(llm.usage_snapshot().get(stage.name, {}))
+
+    async def _results(self, stage: Stage, rows: list[Record], st: StageStats) -> list[Any]:
+        if not stage.cache or self.cache is None:
+            return await self._compute(stage, rows)
+        keys = [_content_key(stage, r) for r in rows]
+        hits = self.cache.get_many(keys)
+        st.cached = sum(1 for k in keys if k in hits)
+        results: list[Any] = [_decode(hits[k]) if k in hits else None for k in keys]
+        todo = [i for i, k in enumerate(keys) if k not in hits]
+
+        def store(i: int, res: Any) -> None:  # committed per record: the unit of resume
+            self.cache.put(keys[i], _encode(res))
+
+        fresh = await self._compute(stage, [rows[i] for i in todo], on_result=lambda j, r: store(todo[j], r))
+        for j, i in enumerate(todo):
+            results[i] = fresh[j]
+        return results
+
+    async def _compute(self, stage: Stage, rows: list[Record], on_result=None) -> list[Any]:
+        ctx, fn = self.ctx, stage.process
+        if not stage.is_async:
+            out = []
+            for j, r in enumerate(rows):
+                try:
+                    res = fn(r, ctx)
+                except Exception as e:  # one bad record never kills the run
+                    res = exception_drop(e)
+                if on_result is not None:
+                    on_result(j, res)
+                out.append(res)
+            return out
+        sem = asyncio.Semaphore(stage.concurrency)
+
+        async def one(j: int, r: Record) -> Any:
+            async with sem:
+                try:
+                    res = await fn(r, ctx)
+                except Exception as e:
+                    res = exception_drop(e)
+            if on_result is not None and not _is_transient(res):
+                on_result(j, res)
+            return res
+
+        return list(await asyncio.gather(*(one(j, r) for j, r in enumerate(rows))))
+
+    def _apply(self, stage: Stage, rows: list[Record], results: list[Any], ledger: list[dict], st: StageStats) -> list[Record]:
+        out: list[Record] = []
+        plain = self.plain_events[id(stage)]
+        kind = stage.kind
+        for rec, res in zip(rows, results, strict=True):
+            if type(res) is dict:  # the common, fast case: a (possibly changed) record
+                if kind == "expand":
+                    raise TypeError(f"expand stage {stage.name} returned a dict, expected a list")
+                out.append(_with_event(res, plain))
+            elif res is True:
+                out.append(_with_event(rec, plain))
+            elif isinstance(res, Drop) or res is False or res is None:
+                drop = res if isinstance(res, Drop) else Drop(stage.name, "filtered" if res is False else "no result")
+                ledger.append(ledger_row(stage.name, drop, rec))
+                st.dropped[drop.reason] += 1
+                continue
+            elif isinstance(res, Keep):
+                out.append(_with_event(res.record, _event(stage, plain["decision"], res)))
+            elif isinstance(res, list):
+                base = rec.get("provenance") or []
+                for child in res:
+                    child.setdefault("provenance", list(base)).append(plain)
+                out.extend(res)
+            else:
+                drop = Drop("error", f"stage returned {type(res).__name__}")
+                ledger.append(ledger_row(stage.name, drop, rec))
+                st.dropped[drop.reason] += 1
+                continue
+            st.kept += 1
+        st.out = len(out)
+        return out
+
+
+def _is_transient(res: Any) -> bool:
+    """Failures worth retrying on resume (endpoint down, rate limits) are not cached."""
+    return isinstance(res, Drop) and res.reason in {"llm_timeout", "llm_rate_limited", "llm_server_error", "llm_connection", "error"}
+
+
+def _encode(res: Any) -> bytes:
+    if isinstance(res, Drop):
+        payload = {"t": "drop", "v": res.__dict__ | {"votes": list(res.votes)}}
+    elif isinstance(res, Keep):
+        payload = {"t": "keep", "v": res.__dict__ | {"votes": list(res.votes)}}
+    else:
+        payload = {"t": "raw", "v": res}
+    return json.dumps(payload, default=str).encode()
+
+
+def _decode(blob: bytes) -> Any:
+    payload = json.loads(blob)
+    v = payload["v"]
+    if payload["t"] == "drop":
+        return Drop(**{**v, "votes": tuple(v["votes"])})
+    if payload["t"] == "keep":
+        return Keep(**{**v, "votes": tuple(v["votes"])})
+    return v
+
+
+def _usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
+
+
+# ---- committing shards ------------------------------------------------------------------------
+
+
+def _part(seg_dir: Path, i: int) -> Path:
+    return seg_dir / f"part-{i:05d}.parquet"
+
+
+def commit_shard(seg_dir: Path, i: int, rows: list[Record], ledger: list[dict], stats: dict[str, StageStats], schema: pa.Schema | None) -> None:
+    """Write data, then ledger, then the done marker: the marker is the commit."""
+    if rows:
+        table = pa.Table.from_pylist(rows, schema=schema) if schema is not None else pa.Table.from_pylist(rows)
+        write_parquet(table, _part(seg_dir, i), table.schema)
+    else:
+        _part(seg_dir, i).unlink(missing_ok=True)
+    ledger_path = seg_dir / f"part-{i:05d}.ledger.parquet"
+    if ledger:
+        write_parquet(ledger, ledger_path, LEDGER_SCHEMA)
+    else:
+        ledger_path.unlink(missing_ok=True)
+    done = {"rows": len(rows), "drops": len(ledger), "stats": {k: v.to_dict() for k, v in stats.items()}}
+    _write_json(seg_dir / f"part-{i:05d}.done.json", done)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+# Worker processes keep their stages set up across shards (keyed by segment fingerprint).
+_WORKER_STATE: dict[str, ShardRunner] = {}
+
+
+def _worker_shard(seg_fp: str, stages: list[Stage], ctx: StageContext, cache_path: str | None, reads: bool, seg_dir: str, i: int, items: list, schema: pa.Schema | None) -> dict:
+    runner = _WORKER_STATE.get(seg_fp)
+    if runner is None:
+        for s in stages:
+            s.setup(ctx)
+        runner = _WORKER_STATE[seg_fp] = ShardRunner(stages, ctx, KVStore(cache_path) if cache_path else None, reads)
+    rows, ledger, stats = asyncio.run(runner.run(items))
+    commit_shard(Path(seg_dir), i, rows, ledger, stats, schema)
+    return {"rows": len(rows), "drops": len(ledger), "seen": len(items)}
+
+
+# ---- the executor -----------------------------------------------------------------------------
+
+
+def _chunks(items: Iterable, n: int) -> Iterator[list]:
+    it = iter(items)
+    while chunk := list(islice(it, n)):
+        yield chunk
+
+
+def _read_parts(seg_dir: Path, batch_size: int) -> Iterator[Record]:
+    for part in sorted(seg_dir.glob("part-*[0-9].parquet")):
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=batch_size):
+            yield from batch.to_pylist(maps_as_pydicts="strict")
+
+
+class LocalExecutor:
+    def __init__(self, pipeline: Pipeline, run: RunDir, options: RunOptions):
+        self.pipeline, self.run, self.options = pipeline, run, options
+        self.segments = plan_segments(pipeline)
+        self.llm = None
+        if options.llm is not None:
+            from .llm import LLMClient
+
+            self.llm = LLMClient(options.llm, cache_path=run.llm_cache)
+        self.ctx = StageContext(run_dir=run.path, llm=self.llm, seed=options.seed)
+        self.cache = KVStore(run.stage_cache) if any(s.cache for s in pipeline.stages) else None
+
+    def execute(self) -> RunResult:
+        t0 = time.perf_counter()
+        with Progress(enabled=self.options.progress) as progress:
+            for seg in self.segments:
+                seg_dir = self.run.segment_dir(seg.dirname)
+                seg_dir.mkdir(parents=True, exist_ok=True)
+                if seg.is_global:
+                    self._run_global(seg, seg_dir, progress)
+                else:
+                    self._run_rows(seg, seg_dir, progress)
+        if self.llm is not None:
+            asyncio.run(self.llm.aclose())
+        return self.run.finalize(self.segments, elapsed_s=time.perf_counter() - t0)
+
+    def _source(self, seg: Segment) -> Iterable:
+        if seg.first:
+            return self.pipeline.reader
+        prev = self.segments[seg.index - 1]
+        return _read_parts(self.run.segment_dir(prev.dirname), self.pipeline.shard_size)
+
+    def _total(self, seg: Segment) -> int | None:
+        if seg.first:
+            return self.pipeline.reader.estimate_total()
+        return self.run.segment_rows(self.segments[seg.index - 1].dirname)
+
+    def _run_rows(self, seg: Segment, seg_dir: Path, progress: Progress) -> None:
+        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
+        workers = self.options.workers if not seg.is_async else 1
+        shards = _chunks(self._source(seg), self.pipeline.shard_size)
+        if workers <= 1:
+            runner = None
+            for i, items in enumerate(shards):
+                if (seg_dir / f"part-{i:05d}.done.json").exists():
+                    progress.advance(task, len(items), 0, resumed=True)
+                    continue
+                if runner is None:
+                    for s in seg.stages:
+                        s.setup(self.ctx)
+                    runner = ShardRunner(seg.stages, self.ctx, self.cache, seg.first)
+                rows, ledger, stats = asyncio.run(runner.run(items))
+                commit_shard(seg_dir, i, rows, ledger, stats, seg.schema)
+                progress.advance(task, len(items), len(ledger))
+            return
+        cache_path = str(self.run.stage_cache) if self.cache is not None else None
+        in_flight = self.options.shards_in_flight or 2 * workers
+        ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed)
+        with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pending: set[cf.Future] = set()
+            for i, items in enumerate(shards):
+                if (seg_dir / f"part-{i:05d}.done.json").exists():
+                    progress.advance(task, len(items), 0, resumed=True)
+                    continue
+                if len(pending) >= in_flight:  # bounded memory: wait before reading further
+                    done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                    for f in done:
+                        r = f.result()
+                        progress.advance(task, r["seen"], r["drops"])
+                pending.add(pool.submit(_worker_shard, seg.fingerprint, seg.stages, ctx, cache_path, seg.first, str(seg_dir), i, items, seg.schema))
+            for f in cf.as_completed(pending):
+                r = f.result()
+                progress.advance(task, r["seen"], r["drops"])
+
+    def _run_global(self, seg: Segment, seg_dir: Path, progress: Progress) -> None:
+        """A global stage sees its whole input at once; it commits all-or-nothing."""
+        marker = seg_dir / "_SUCCESS.json"
+        if marker.exists():
+            return
+        stage = seg.stages[0]
+        stage.setup(self.ctx)
+        for stale in seg_dir.glob("part-*"):
+            stale.unlink()
+        task = progress.task(stage.name, self._total(seg))
+        st = StageStats()
+        plain = _event(stage, "keep")
+        t0 = time.perf_counter()
+
+        i, ledger, rows = 0, [], []
+
+        def counted(records: Iterable) -> Iterator[Record]:
+            for r in records:
+                if isinstance(r, Rejected):  # a global stage straight after the reader
+                    ledger.append(ledger_row(READ_STAGE, r.drop, None, r.file, r.line, r.raw))
+                    continue
+                st.seen += 1
+                yield r
+
+        for item in stage.run(counted(self._source(seg)), self.ctx):
+            if isinstance(item, tuple):
+                rec, drop = item
+                ledger.append(ledger_row(stage.name, drop, rec))
+                st.dropped[drop.reason] += 1
+            else:
+                rows.append(_with_event(item, plain))
+                st.kept += 1
+            if len(rows) >= self.pipeline.shard_size:
+                commit_shard(seg_dir, i, rows, ledger, {}, seg.schema)
+                progress.advance(task, len(rows) + len(ledger), len(ledger))
+                i, rows, ledger = i + 1, [], []
+        if rows or ledger or i == 0:
+            commit_shard(seg_dir, i, rows, ledger, {}, seg.schema)
+            progress.advance(task, len(rows) + len(ledger), len(ledger))
+        st.out = st.kept
+        st.time_s = time.perf_counter() - t0
+        _write_json(marker, {"stats": {stage.name: st.to_dict()}})
+
+
+def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None = None) -> RunResult:
+    options = options or RunOptions()
+    run = RunDir(Path(out))
+    with run.lock():
+        run.write_config(pipeline, options)
+        return LocalExecutor(pipeline, run, options).execute()
+
+
+def model_rows(records: Iterable[BaseModel]) -> list[Record]:
+    """Rows of pydantic records, as stages see them."""
+    return [r.model_dump() for r in records]
+
+

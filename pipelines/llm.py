@@ -1,0 +1,441 @@
+"""The one LLM client: any OpenAI-compatible endpoint, addressed by role or profile name.
+
+Adds what every stage needs on top of `openai.AsyncOpenAI`: our own counted retries with backoff,
+per-profile concurrency limits, a durable request cache (a resumed run never repeats a finished
+call), structured output with one repair retry, and token/cost accounting by tag and profile.
+Every failure is an `LLMError` whose `drop_reason` the engine records as a ledgered drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import openai
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rlclimb.pipelines.kvstore import KVStore
+
+BACKOFF_CAP_S = 30.0
+RETRY_AFTER_CAP_S = 120.0
+M = TypeVar("M", bound=BaseModel)
+
+
+# ---- errors -------------------------------------------------------------------------------
+class LLMConfigError(ValueError):
+    pass
+
+
+class LLMError(Exception):
+    drop_reason = "llm_error"
+
+
+class LLMTimeoutError(LLMError):
+    drop_reason = "llm_timeout"
+
+
+class LLMRateLimitError(LLMError):
+    drop_reason = "llm_rate_limited"
+
+
+class LLMServerError(LLMError):
+    """5xx, or a 200 whose body is not a chat completion."""
+
+    drop_reason = "llm_server_error"
+
+
+class LLMConnectionError(LLMError):
+    drop_reason = "llm_connection"
+
+
+class LLMBadRequestError(LLMError):
+    """4xx other than 408/429 (including 401/403: a wrong key fails every call the same way)."""
+
+    drop_reason = "llm_bad_request"
+
+
+class LLMRefusalError(LLMError):
+    drop_reason = "llm_refusal"
+
+
+class StructuredOutputError(LLMError):
+    drop_reason = "llm_invalid_output"
+
+
+# ---- config -------------------------------------------------------------------------------
+class ModelProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a typo in YAML should fail loudly
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = "OPENAI_API_KEY"
+    api_key: str | None = "EMPTY"  # literal, for local servers; set to null to require the env var
+    concurrency: int = Field(8, ge=1)
+    timeout_s: float = 60.0
+    max_retries: int = Field(4, ge=0)
+    backoff_s: float = 0.5
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    structured_mode: Literal["json_schema", "json_object", "none"] = "json_schema"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def resolve_api_key(self) -> str:
+        if "api_key" in self.model_fields_set and self.api_key:
+            return self.api_key  # an explicit literal wins: never send a hosted key elsewhere
+        env_key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if env_key or self.api_key:
+            return env_key or self.api_key  # type: ignore[return-value]
+        raise LLMConfigError(f"LLM profile {self.name!r}: set ${self.api_key_env} or api_key")
+
+
+class LLMConfig(BaseModel):
+    profiles: dict[str, ModelProfile]
+    roles: dict[str, str] = Field(default_factory=dict)  # role -> profile name
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LLMConfig:
+        data = data.get("llm", data)  # accept a whole config file with an `llm:` section
+        profiles = {k: {"name": k, **v} for k, v in (data.get("profiles") or {}).items()}
+        try:
+            config = cls(profiles=profiles, roles=data.get("roles") or {})
+        except ValidationError as e:
+            raise LLMConfigError(f"invalid LLM config: {e}") from e
+        for role, name in config.roles.items():
+            if name not in config.profiles:
+                raise LLMConfigError(
+                    f"LLM role {role!r} points to unknown profile {name!r}; "
+                    f"profiles: {sorted(config.profiles)}"
+                )
+        return config
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> LLMConfig:
+        import yaml
+
+        return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
+
+    def resolve(self, role_or_profile: str) -> ModelProfile:
+        name = self.roles.get(role_or_profile, role_or_profile)
+        if name not in self.profiles:
+            raise LLMConfigError(
+                f"unknown LLM role or profile {role_or_profile!r}; "
+                f"roles: {sorted(self.roles)}, profiles: {sorted(self.profiles)}"
+            )
+        return self.profiles[name]
+
+
+# ---- results and accounting ---------------------------------------------------------------
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    model: str  # profile name
+    cached: bool = False
+
+
+@dataclass
+class Usage:
+    requests: int = 0  # HTTP calls made, retries included
+    cache_hits: int = 0  # answered from the cache or by an identical in-flight call
+    retries: int = 0
+    failures: int = 0  # calls that ended in an LLMError
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # tokens of cache hits: not paid again, not in the two above
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+@dataclass
+class _LoopState:
+    """Per event loop: asyncio primitives and httpx connections must not outlive their loop,
+    and the engine may call `asyncio.run` more than once in a process."""
+
+    loop: asyncio.AbstractEventLoop
+    clients: dict[str, openai.AsyncOpenAI] = field(default_factory=dict)
+    sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
+
+
+# ---- client -------------------------------------------------------------------------------
+class LLMClient:
+    def __init__(self, config: LLMConfig, cache_path: str | Path | None = None):
+        self.config = config
+        self.cache_path = Path(cache_path) if cache_path else None
+        self._store: KVStore | None = None
+        self._loops: dict[int, _LoopState] = {}
+        self.usage: dict[str, Usage] = {}  # by tag; None -> "_"
+        self.usage_by_profile: dict[str, Usage] = {}
+
+    async def complete(
+        self,
+        role_or_profile: str,
+        messages: list[dict[str, Any]],
+        *,
+        tag: str | None = None,
+        seed: int | None = None,
+        **params: Any,
+    ) -> Completion:
+        profile = self.config.resolve(role_or_profile)
+        return await self._complete(profile, messages, tag, seed, params)
+
+    async def structured(
+        self,
+        role_or_profile: str,
+        messages: list[dict[str, Any]],
+        output_model: type[M],
+        *,
+        tag: str | None = None,
+        seed: int | None = None,
+        **params: Any,
+    ) -> tuple[M, Completion]:
+        profile = self.config.resolve(role_or_profile)
+        schema = output_model.model_json_schema()
+        messages = list(messages)
+        if profile.structured_mode == "json_schema":
+            name = re.sub(r"[^A-Za-z0-9_-]", "_", output_model.__name__)[:64]
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": False},
+            }
+        else:  # the server won't enforce the schema, so the model has to be told
+            if profile.structured_mode == "json_object":
+                params["response_format"] = {"type": "json_object"}
+            hint = "Reply with a single JSON object matching this JSON schema, and nothing else:\n"
+            messages.append({"role": "user", "content": hint + json.dumps(schema)})
+
+        first = await self._complete(profile, messages, tag, seed, params)
+        try:
+            return _parse_into(output_model, first.text), first
+        except (ValueError, ValidationError) as e:
+            error = str(e)[:2000]
+        repair = messages + [
+            {"role": "assistant", "content": first.text},
+            {"role": "user", "content": f"That reply is invalid: {error}\n"
+             "Reply with the corrected JSON object only, no prose and no code fences."},
+        ]
+        second = await self._complete(profile, repair, tag, seed, params)
+        total = replace(
+            second,
+            prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+            completion_tokens=first.completion_tokens + second.completion_tokens,
+            cost=first.cost + second.cost,
+            cached=first.cached and second.cached,
+        )
+        try:
+            return _parse_into(output_model, second.text), total
+        except (ValueError, ValidationError) as e:
+            self._account(tag, profile, failures=1)
+            raise StructuredOutputError(
+                f"{profile.name}: no valid {output_model.__name__} after one repair: {str(e)[:500]}"
+            ) from e
+
+    def usage_snapshot(self) -> dict[str, Any]:
+        total = sum(self.usage.values(), Usage())
+        return {
+            "by_tag": {k: asdict(v) for k, v in self.usage.items()},
+            "by_profile": {k: asdict(v) for k, v in self.usage_by_profile.items()},
+            "total": asdict(total),
+        }
+
+    async def aclose(self) -> None:
+        state = self._loops.pop(id(asyncio.get_running_loop()), None)
+        self._loops.clear()  # clients of other (closed) loops cannot be closed from here
+        if state is not None:
+            for client in state.clients.values():
+                await client.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None  # reopened lazily if the client is used again
+
+    # ---- internals ------------------------------------------------------------------------
+    async def _complete(
+        self, profile: ModelProfile, messages: list[dict[str, Any]], tag: str | None,
+        seed: int | None, params: dict[str, Any],
+    ) -> Completion:
+        body: dict[str, Any] = {"model": profile.model, "messages": messages, **profile.params, **params}
+        if seed is not None:
+            body["seed"] = seed
+        key = "llm/" + hashlib.sha256(_canonical({"base_url": profile.base_url.rstrip("/"), **body})).hexdigest()
+
+        store = self._cache()
+        raw = store.get(key) if store is not None else None
+        if raw is not None:
+            return self._hit(tag, profile, Completion(**json.loads(raw)))
+
+        state = self._state()
+        while (pending := state.inflight.get(key)) is not None:  # share an identical live call
+            try:
+                return self._hit(tag, profile, await asyncio.shield(pending))
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and not (task and task.cancelling()):
+                    continue  # its owner was cancelled, not us: make the call ourselves
+                raise
+            except LLMError:
+                self._account(tag, profile, failures=1)
+                raise
+
+        future: asyncio.Future[Completion] = state.loop.create_future()
+        state.inflight[key] = future
+        try:
+            result = await self._call(profile, body, tag, state)
+            if store is not None and result.text:
+                # Committed before returning: a killed run never pays for this call again.
+                store.put(key, json.dumps(asdict(result)).encode())
+            future.set_result(result)
+            return result
+        except BaseException as e:
+            if isinstance(e, LLMError):
+                self._account(tag, profile, failures=1)
+                future.set_exception(e)
+                future.exception()  # mark retrieved: nobody may be waiting
+            else:
+                future.cancel()
+            raise
+        finally:
+            state.inflight.pop(key, None)
+
+    async def _call(
+        self, profile: ModelProfile, body: dict[str, Any], tag: str | None, state: _LoopState
+    ) -> Completion:
+        client = state.clients.get(profile.name)
+        if client is None:
+            client = state.clients[profile.name] = openai.AsyncOpenAI(
+                base_url=profile.base_url, api_key=profile.resolve_api_key(),
+                timeout=profile.timeout_s, max_retries=0,  # our retries: counted, consistent
+            )
+        sem = state.sems.setdefault(profile.name, asyncio.Semaphore(profile.concurrency))
+        model, messages, extra = body["model"], body["messages"], {
+            k: v for k, v in body.items() if k not in ("model", "messages")
+        }
+        for attempt in range(profile.max_retries + 1):
+            try:
+                async with sem:
+                    self._account(tag, profile, requests=1)
+                    # extra_body passes any param (vLLM's top_k, ...) without the SDK's kwargs check
+                    resp = await client.chat.completions.create(
+                        model=model, messages=messages, extra_body=extra  # type: ignore[arg-type]
+                    )
+                return self._to_completion(profile, tag, resp)
+            except (openai.APIError, ValueError, LLMServerError) as e:
+                err, retryable, retry_after = _classify(profile, e)
+                if not retryable or attempt == profile.max_retries:
+                    raise err from e
+            delay = retry_after
+            if delay is None:
+                delay = min(BACKOFF_CAP_S, profile.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+            self._account(tag, profile, retries=1)
+            await asyncio.sleep(delay)  # outside the semaphore: a backoff holds no slot
+        raise AssertionError("unreachable")
+
+    def _to_completion(self, profile: ModelProfile, tag: str | None, resp: Any) -> Completion:
+        try:  # a non-JSON body comes back from the SDK as a plain str
+            choice = resp.choices[0]
+            message = choice.message
+        except (AttributeError, IndexError, TypeError):
+            raise LLMServerError(f"{profile.name}: malformed response {str(resp)[:200]!r}") from None
+        usage = getattr(resp, "usage", None)
+        pt = (usage.prompt_tokens or 0) if usage else 0
+        ct = (usage.completion_tokens or 0) if usage else 0
+        cost = (pt * profile.price_input_per_mtok + ct * profile.price_output_per_mtok) / 1e6
+        self._account(tag, profile, prompt_tokens=pt, completion_tokens=ct, cost=cost)
+        text = message.content or ""
+        refusal = getattr(message, "refusal", None)
+        if refusal or (not text and choice.finish_reason == "content_filter"):
+            raise LLMRefusalError(f"{profile.name} refused: {(refusal or 'content_filter')[:200]}")
+        return Completion(text, choice.finish_reason, pt, ct, cost, profile.name)
+
+    def _hit(self, tag: str | None, profile: ModelProfile, c: Completion) -> Completion:
+        self._account(tag, profile, cache_hits=1, cached_tokens=c.prompt_tokens + c.completion_tokens)
+        return replace(c, cost=0.0, model=profile.name, cached=True)
+
+    def _account(self, tag: str | None, profile: ModelProfile, **deltas: Any) -> None:
+        for table, key in ((self.usage, tag or "_"), (self.usage_by_profile, profile.name)):
+            u = table.setdefault(key, Usage())
+            for name, value in deltas.items():
+                setattr(u, name, getattr(u, name) + value)
+
+    def _cache(self) -> KVStore | None:
+        if self._store is None and self.cache_path is not None:
+            self._store = KVStore(self.cache_path)
+        return self._store
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(id(loop))
+        if state is None or state.loop is not loop:
+            self._loops = {k: s for k, s in self._loops.items() if not s.loop.is_closed()}
+            state = self._loops[id(loop)] = _LoopState(loop)
+        return state
+
+
+def _classify(profile: ModelProfile, e: Exception) -> tuple[LLMError, bool, float | None]:
+    """-> (error to raise if we give up, retryable, server-requested delay)."""
+    where = f"{profile.name} ({profile.base_url})"
+    if isinstance(e, openai.APITimeoutError):
+        return LLMTimeoutError(f"{where}: timed out after {profile.timeout_s} s"), True, None
+    if isinstance(e, openai.APIConnectionError):
+        return LLMConnectionError(f"{where}: {e}"), True, None
+    if isinstance(e, openai.APIStatusError):
+        code, retry_after = e.status_code, _retry_after(e.response.headers)
+        msg = f"{where}: HTTP {code}: {str(e)[:300]}"
+        if code == 429:
+            return LLMRateLimitError(msg), True, retry_after
+        if code == 408:
+            return LLMTimeoutError(msg), True, retry_after
+        if code >= 500:
+            return LLMServerError(msg), True, retry_after
+        return LLMBadRequestError(msg), False, None
+    if isinstance(e, LLMServerError):
+        return e, True, None
+    # ValueError (a JSON body that does not parse) or another APIError: a broken response
+    return LLMServerError(f"{where}: malformed response: {str(e)[:300]}"), True, None
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        try:
+            value = float(headers.get(name)) * scale
+        except (TypeError, ValueError):
+            continue  # absent, or an HTTP date: fall back to our own backoff
+        return min(max(value, 0.0), RETRY_AFTER_CAP_S)
+    return None
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+_FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def _extract_json(text: str) -> Any:
+    """The first JSON object in `text`, tolerating code fences and prose around it."""
+    text = text.strip()
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        start = candidate.find("{")
+        while start != -1:
+            try:
+                return decoder.raw_decode(candidate, start)[0]
+            except ValueError:
+                start = candidate.find("{", start + 1)
+    raise ValueError(f"no JSON object found in reply: {text[:200]!r}")
+
+
+def _parse_into(output_model: type[M], text: str) -> M:
+    return output_model.model_validate(_extract_json(text))

@@ -1,0 +1,149 @@
+"""The run directory: where a run keeps its config, shard outputs, caches, ledger, stats and data.
+
+runs/NAME/
+  config.json                 resolved pipeline config, stages (name, version, fingerprint), inputs
+  stages/NN-<stage>-<fp>/     per-segment shard parts: part-*.parquet, part-*.ledger.parquet,
+                              part-*.done.json (the commit marker, with that shard's stats)
+  cache/stages.sqlite         row-level results of cached stages (LLM, sandbox)
+  cache/llm.sqlite            LLM request cache
+  data/train-*.parquet        the final dataset (Hugging Face datasets layout)
+  ledger.parquet              every dropped record: stage, reason, detail, file, line, record
+  stats.json                  the funnel: per stage in / kept / dropped by reason / time / LLM cost
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlclimb.schemas.io import write_parquet
+
+from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats
+from .readers import InputError
+
+if TYPE_CHECKING:
+    from .engine import Pipeline, RunOptions, RunResult, Segment
+
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.config_path = self.path / "config.json"
+        self.stats_path = self.path / "stats.json"
+        self.stage_cache = self.path / "cache" / "stages.sqlite"
+        self.llm_cache = self.path / "cache" / "llm.sqlite"
+        self.data_dir = self.path / "data"
+        self.ledger_path = self.path / "ledger.parquet"
+
+    def segment_dir(self, name: str) -> Path:
+        return self.path / "stages" / name
+
+    @contextlib.contextmanager
+    def lock(self):
+        """One writer per run directory; the OS releases the lock if the process is killed."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".lock", "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise InputError(f"run directory {self.path} is in use by another rlclimb process") from None
+            yield
+
+    def write_config(self, pipeline: Pipeline, options: RunOptions) -> None:
+        from .engine import plan_segments
+
+        segments = plan_segments(pipeline)
+        config = {
+            "pipeline": pipeline.name,
+            "config": pipeline.config,
+            "inputs": pipeline.reader.describe(),
+            "shard_size": pipeline.shard_size,
+            "stages": [s.describe() for s in pipeline.stages],
+            "segments": [
+                {"dir": s.dirname, "stages": [st.name for st in s.stages], "global": s.is_global}
+                for s in segments
+            ],
+            "options": {"workers": options.workers, "seed": options.seed,
+                        "llm": options.llm.model_dump(mode="json") if options.llm is not None else None},
+        }
+        if self.stats_path.exists():  # a new invocation: the old funnel is no longer current
+            self.stats_path.unlink()
+        _write_json(self.config_path, config)
+
+    def segment_rows(self, dirname: str) -> int:
+        return sum(json.loads(p.read_text())["rows"] for p in self.segment_dir(dirname).glob("part-*.done.json"))
+
+    # ---- funnel ------------------------------------------------------------------------------
+    def collect_stats(self, config: dict[str, Any]) -> tuple[list[tuple[str, StageStats]], bool]:
+        """Per-stage stats summed over committed shards; and whether every segment finished."""
+        order = [READ_STAGE] + [s["name"] for s in config["stages"]]
+        totals: dict[str, StageStats] = {}
+        for seg in config["segments"]:
+            seg_dir = self.segment_dir(seg["dir"])
+            files = [seg_dir / "_SUCCESS.json"] if seg["global"] else sorted(seg_dir.glob("part-*.done.json"))
+            for f in files:
+                if f.exists():
+                    for name, d in json.loads(f.read_text())["stats"].items():
+                        totals.setdefault(name, StageStats()).add(StageStats.from_dict(d))
+        return [(n, totals[n]) for n in order if n in totals], self.stats_path.exists()
+
+    def finalize(self, segments: list[Segment], elapsed_s: float) -> RunResult:
+        from .engine import RunResult
+
+        last = self.segment_dir(segments[-1].dirname)
+        parts = sorted(last.glob("part-*[0-9].parquet"))
+        if self.data_dir.exists():
+            shutil.rmtree(self.data_dir)
+        self.data_dir.mkdir(parents=True)
+        n = max(len(parts), 1)
+        records = 0
+        for i, part in enumerate(parts):
+            dest = self.data_dir / f"train-{i:05d}-of-{n:05d}.parquet"
+            try:
+                os.link(part, dest)  # parts are immutable once committed: share, don't copy
+            except OSError:
+                shutil.copyfile(part, dest)
+            records += pq.ParquetFile(part).metadata.num_rows
+        if not parts:
+            schema = segments[-1].schema or pa.schema([])
+            write_parquet(schema.empty_table(), self.data_dir / "train-00000-of-00001.parquet", schema)
+        self._write_ledger(segments)
+        config = json.loads(self.config_path.read_text())
+        stages, _ = self.collect_stats(config)
+        stats = {
+            "pipeline": config["pipeline"],
+            "status": "complete",
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "elapsed_s": round(elapsed_s, 3),
+            "records": records,
+            "drops": sum(sum(s.dropped.values()) for _, s in stages),
+            "stages": [{"name": name, **s.to_dict()} for name, s in stages],
+        }
+        _write_json(self.stats_path, stats)
+        return RunResult(self.path, records, stats)
+
+    def _write_ledger(self, segments: list[Segment]) -> None:
+        tables = [
+            pq.read_table(p)
+            for seg in segments
+            for p in sorted(self.segment_dir(seg.dirname).glob("part-*.ledger.parquet"))
+        ]
+        table = pa.concat_tables(tables) if tables else LEDGER_SCHEMA.empty_table()
+        write_parquet(table, self.ledger_path, LEDGER_SCHEMA)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)

@@ -1,0 +1,221 @@
+"""A real OpenAI-compatible HTTP server with scripted replies, for tests and benchmarks.
+
+It speaks enough of the API (`POST /v1/chat/completions`, `GET /v1/models`) for the real
+`openai` client, so tests exercise the real HTTP path: retries, timeouts, parsing, keep-alive.
+Stdlib only, bound to 127.0.0.1 on an ephemeral port, one daemon thread per connection.
+
+    with ScriptedServer() as server:
+        server.queue(Reply(status=429, headers={"Retry-After": "0"}), Reply("hello"))
+        server.script(lambda body, n: Reply(f"answer {n}"))   # used once the queue is empty
+        ... LLMClient pointed at server.base_url ...
+        server.count["/v1/chat/completions"], server.requests, server.max_in_flight
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class Reply:
+    """One scripted answer. `raw` (bytes) replaces the whole body, for malformed responses."""
+
+    content: str | None = None
+    status: int = 200
+    delay_s: float = 0.0
+    raw: bytes | None = None
+    finish_reason: str = "stop"
+    usage: dict[str, int] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    refusal: str | None = None
+
+
+Handler = Callable[[dict[str, Any], int], "Reply | str"]
+
+
+def default_handler(body: dict[str, Any], n: int) -> Reply:
+    return Reply("ok")
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the default backlog of 5 drops SYNs under benchmark concurrency
+    scripted: ScriptedServer
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every reply carries Content-Length
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def do_GET(self) -> None:
+        self.server.scripted._handle(self, "GET", None)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.server.scripted._handle(self, "POST", self.rfile.read(length))
+
+    def send_body(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        try:
+            self.send_response(status)
+            lowered = {k.lower() for k in headers}
+            if "content-type" not in lowered:
+                self.send_header("Content-Type", "application/json")
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (timeout); nothing to do
+
+
+class ScriptedServer:
+    def __init__(self, handler: Handler | None = None, latency_s: float = 0.0):
+        self.latency_s = latency_s  # added to every request, for fixed-latency benchmarks
+        self._handler: Handler = handler or default_handler
+        self._queue: deque[Reply | str] = deque()
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self.count: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._n = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- scripting -------------------------------------------------------------------------
+    def script(self, handler: Handler) -> None:
+        self._handler = handler
+
+    def queue(self, *replies: Reply | str) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_count(self) -> int:
+        return self.count[CHAT_PATH]
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        self._stopping.clear()
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _RequestHandler)
+        self._httpd.scripted = self
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping in a delay
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- request handling (runs in the connection's thread) --------------------------------
+    def _handle(self, req: _RequestHandler, method: str, raw_body: bytes | None) -> None:
+        path = req.path.split("?", 1)[0]
+        with self._lock:
+            self.count[path] += 1
+        if method == "GET" and path == "/v1/models":
+            body = {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+            return req.send_body(200, json.dumps(body).encode(), {})
+        if method != "POST" or path != CHAT_PATH:
+            return req.send_body(404, _error_body(404, f"no route {method} {path}"), {})
+        try:
+            body = json.loads(raw_body or b"{}")
+        except ValueError:
+            return req.send_body(400, _error_body(400, "request body is not JSON"), {})
+
+        with self._lock:
+            self._requests.append(body)
+            n, self._n = self._n, self._n + 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            queued = self._queue.popleft() if self._queue else None
+        try:
+            reply = queued if queued is not None else self._handler(body, n)
+            if isinstance(reply, str):
+                reply = Reply(reply)
+            delay = self.latency_s + reply.delay_s
+            if delay > 0:
+                self._stopping.wait(delay)
+            status, payload = self._render(body, reply)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        req.send_body(status, payload, reply.headers)
+
+    def _render(self, body: dict[str, Any], reply: Reply) -> tuple[int, bytes]:
+        if reply.raw is not None:
+            return reply.status, reply.raw
+        if reply.status >= 400:
+            return reply.status, _error_body(reply.status, reply.content)
+        text = reply.content
+        prompt_chars = len(json.dumps(body.get("messages", [])))
+        usage = dict(reply.usage) if reply.usage else {
+            "prompt_tokens": prompt_chars // 4 + 1,
+            "completion_tokens": len(text or "") // 4 + 1,
+        }
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reply.refusal is not None:
+            message["refusal"] = reply.refusal
+        completion = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+            ],
+            "usage": usage,
+        }
+        return 200, json.dumps(completion).encode()
+
+
+def _error_body(status: int, message: str | None) -> bytes:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "error"
+    kind = {429: "rate_limit_exceeded"}.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    err = {"message": message or phrase, "type": kind, "param": None, "code": str(status)}
+    return json.dumps({"error": err}).encode()

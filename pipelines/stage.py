@@ -1,0 +1,123 @@
+"""The stage contract: what a stage is and what it may return.
+
+A stage is a small class with a `name`, a `version`, a pydantic `Config`, and one of:
+- kind "map":    process(record, ctx) -> record | Keep | Drop
+- kind "filter": process(record, ctx) -> bool | Keep | Drop
+- kind "expand": process(record, ctx) -> list[record] | Drop
+- kind "global": run(records, ctx) -> iterator of record | (record, Drop)   (sees the whole input)
+`process` may be `async def` (I/O-bound: LLM calls run concurrently on asyncio) or plain `def`
+(CPU-bound: shards run in worker processes). The engine does all bookkeeping (ledger, stats,
+provenance, cache, resume); stages only decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Record = dict[str, Any]
+Kind = Literal["map", "filter", "expand", "global"]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A decision to drop a record, with a machine-readable reason and a human detail."""
+
+    reason: str
+    detail: str = ""
+    model: str | None = None
+    votes: tuple[str, ...] = ()
+    cost: float = 0.0
+
+
+@dataclass(frozen=True)
+class Keep:
+    """A kept record with extra provenance (model used, votes, cost, a note)."""
+
+    record: Record
+    reason: str | None = None
+    model: str | None = None
+    votes: tuple[str, ...] = ()
+    cost: float = 0.0
+
+
+class StageConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class StageContext:
+    """What a stage may use at run time. `sample` distinguishes the runs of a consensus stage."""
+
+    run_dir: Path | None = None
+    llm: Any = None  # rlclimb.pipelines.llm.LLMClient when the run configures endpoints
+    seed: int = 0
+    sample: int = 0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sample_seed(self) -> int:
+        return self.seed * 1000 + self.sample
+
+    def for_sample(self, sample: int) -> StageContext:
+        return replace(self, sample=sample)
+
+
+class Stage:
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    kind: ClassVar[Kind] = "map"
+    Config: ClassVar[type[StageConfig]] = StageConfig
+    # Row-level result cache. Worth it for expensive stages (LLM, sandbox); cheap stages recompute.
+    cache: ClassVar[bool] = False
+    # Records in flight at once for async stages.
+    concurrency: ClassVar[int] = 16
+    # Pydantic model of the records this stage emits, when it changes the record kind.
+    output_model: ClassVar[type[BaseModel] | None] = None
+
+    def __init__(self, config: StageConfig | dict | None = None, **overrides: Any):
+        if isinstance(config, StageConfig):
+            config = config.model_dump()
+        self.config = self.Config(**{**(config or {}), **overrides})
+
+    # -- contract ---------------------------------------------------------------------------
+    def setup(self, ctx: StageContext) -> None:
+        """Load models, open resources. Called once per process before the first record."""
+
+    def process(self, record: Record, ctx: StageContext) -> Any:
+        raise NotImplementedError(f"stage {self.name} must implement process()")
+
+    def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+        raise NotImplementedError(f"global stage {self.name} must implement run()")
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.process)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes when the stage's name, version or config changes: keys its cache entries."""
+        payload = json.dumps(
+            [self.name, self.version, self.config.model_dump(mode="json")], sort_keys=True
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "kind": self.kind,
+            "config": self.config.model_dump(mode="json"),
+            "fingerprint": self.fingerprint,
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
