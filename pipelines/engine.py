@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from rlclimb.schemas.arrow import arrow_schema
-from rlclimb.schemas.io import write_parquet
+from rlclimb.schemas.io import to_rows, write_parquet
+from rlclimb.schemas.records import StageEvent
 
 from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats, exception_drop, ledger_row
 from .kvstore import KVStore
@@ -42,7 +43,6 @@ from .progress import Progress
 from .readers import Rejected
 from .rundir import RunDir
 from .stage import Drop, Keep, Record, Stage, StageContext
-
 
 
 @dataclass
@@ -71,6 +71,8 @@ class RunResult:
     records: int
     stats: dict[str, Any]
 
+
+PROVENANCE_FIELD = pa.field("provenance", pa.list_(pa.struct(list(arrow_schema(StageEvent)))))
 
 # ---- segments ----------------------------------------------------------------------------------
 
@@ -106,12 +108,18 @@ def plan_segments(pipeline: Pipeline) -> list[Segment]:
     if not groups:
         raise ValueError(f"pipeline {pipeline.name} has no stages")
     segments, prev_fp, schema = [], pipeline.reader.fingerprint(), pipeline.reader.schema
+    trail: list[dict[str, str]] = []
     for i, stages in enumerate(groups):
         h = hashlib.sha256(f"{prev_fp}|{pipeline.shard_size}".encode())
         for st in stages:
             h.update(st.fingerprint.encode())
             if st.output_model is not None:
                 schema = arrow_schema(st.output_model)
+        if schema is not None and "provenance" not in schema.names:  # every record carries its history
+            schema = schema.append(PROVENANCE_FIELD)
+        trail.extend({"name": st.name, "version": st.version, "fingerprint": st.fingerprint} for st in stages)
+        if schema is not None:  # each data file names the stages its records passed
+            schema = schema.with_metadata({**(schema.metadata or {}), b"rlclimb.stages": json.dumps(trail).encode()})
         prev_fp = h.hexdigest()[:12]
         segments.append(Segment(i, stages, prev_fp, schema, first=i == 0))
     return segments
@@ -127,12 +135,12 @@ def _content_key(stage: Stage, record: Record) -> str:
     return f"{stage.fingerprint}:{hashlib.sha256(body.encode()).hexdigest()}"
 
 
-def _event(stage: Stage, decision: str, res: Keep | Drop | None = None) -> dict[str, Any]:
+def _event(stage: Stage, decision: str, res: Keep | Drop | None = None, reason: str | None = None) -> dict[str, Any]:
     return {
         "stage": stage.name,
         "version": stage.version,
         "decision": decision,
-        "reason": getattr(res, "reason", None) if isinstance(res, Keep) else None,
+        "reason": res.reason if isinstance(res, Keep) else reason,
         "model": getattr(res, "model", None),
         "votes": list(getattr(res, "votes", ())),
         "cost": getattr(res, "cost", 0.0),
@@ -149,14 +157,17 @@ def _with_event(record: Record, event: dict) -> Record:
 
 
 class ShardRunner:
-    """Applies the row-wise stages of one segment to shards of records."""
+    """Applies the row-wise stages of one segment to shards of records.
+
+    Provenance: every record of a run's output passed exactly the run's stage list (anything that
+    did not was dropped and ledgered), so that trail is stored once per dataset (config.json and
+    each data file's metadata). A record's own `provenance` holds the events that say something
+    about *it*: a stage's note, model, votes or cost (`Keep`), or its creation by an expand stage.
+    """
 
     def __init__(self, stages: list[Stage], ctx: StageContext, cache: KVStore | None, reads: bool):
         self.stages, self.ctx, self.cache = stages, ctx, cache
         self.reads = reads  # first segment: items come from the reader and may be Rejected
-        self.plain_events = {
-            id(s): _event(s, {"map": "modify", "filter": "keep", "expand": "expand"}[s.kind]) for s in stages
-        }
 
     async def run(self, items: list) -> tuple[list[Record], list[dict], dict[str, StageStats]]:
         ledger: list[dict] = []
@@ -166,21 +177,24 @@ class ShardRunner:
             st = stats[stage.name] = StageStats(seen=len(rows))
             t0 = time.perf_counter()
             usage0 = self._usage(stage)
-            results = await self._results(stage, rows, st)
-            rows = self._apply(stage, rows, results, ledger, st)
+            if stage.is_async or stage.cache and self.cache is not None:
+                rows = self._apply(stage, rows, await self._results(stage, rows, st), ledger, st)
+            else:
+                rows = self._run_sync(stage, rows, ledger, st)
+            st.kept = st.seen - sum(st.dropped.values())
+            st.out = len(rows)
             st.time_s = time.perf_counter() - t0
             st.llm = _usage_delta(usage0, self._usage(stage))
         return rows, ledger, stats
 
     def _reject(self, items: list, ledger: list[dict], stats: dict[str, StageStats]) -> list[Record]:
         st = stats[READ_STAGE] = StageStats(seen=len(items))
-        rows = []
-        for it in items:
-            if isinstance(it, Rejected):
-                ledger.append(ledger_row(READ_STAGE, it.drop, None, it.file, it.line, it.raw))
-                st.dropped[it.drop.reason] += 1
-            else:
-                rows.append(it)
+        rows = [it for it in items if not isinstance(it, Rejected)]
+        if len(rows) != len(items):
+            for it in items:
+                if isinstance(it, Rejected):
+                    ledger.append(ledger_row(READ_STAGE, it.drop, None, it.file, it.line, it.raw))
+                    st.dropped[it.drop.reason] += 1
         st.kept = st.out = len(rows)
         return rows
 
@@ -188,7 +202,56 @@ class ShardRunner:
         llm = self.ctx.llm
         if llm is None:
             return {}
-        return dict(llm.usage_snapshot().get(stage.name, {}))
+        return dict(llm.usage_snapshot()["by_tag"].get(stage.name, {}))
+
+    def _run_sync(self, stage: Stage, rows: list[Record], ledger: list[dict], st: StageStats) -> list[Record]:
+        """The hot loop for cheap CPU stages: one call per record, bookkeeping only on exceptions."""
+        fn, ctx, slow = stage.process, self.ctx, self._apply_one
+        out: list[Record] = []
+        append = out.append
+        for rec in rows:
+            try:
+                res = fn(rec, ctx)
+            except Exception as e:  # one bad record never kills the run
+                res = exception_drop(e)
+            if type(res) is dict and stage.kind != "expand":
+                append(res)
+            elif res is True:
+                append(rec)
+            else:
+                slow(stage, rec, res, out, ledger, st)
+        return out
+
+    def _apply(self, stage: Stage, rows: list[Record], results: list[Any], ledger: list[dict], st: StageStats) -> list[Record]:
+        out: list[Record] = []
+        for rec, res in zip(rows, results, strict=True):
+            if type(res) is dict and stage.kind != "expand":
+                out.append(res)
+            elif res is True:
+                out.append(rec)
+            else:
+                self._apply_one(stage, rec, res, out, ledger, st)
+        return out
+
+    @staticmethod
+    def _apply_one(stage: Stage, rec: Record, res: Any, out: list[Record], ledger: list[dict], st: StageStats) -> None:
+        if isinstance(res, Keep):
+            out.append(_with_event(res.record, _event(stage, "modify" if stage.kind == "map" else "keep", res)))
+            return
+        if isinstance(res, list) and stage.kind == "expand":
+            parent = rec.get("id")
+            for child in res:
+                child.setdefault("provenance", list(rec.get("provenance") or []))
+                out.append(_with_event(child, _event(stage, "expand", reason=f"from {parent}" if parent else None)))
+            return
+        if isinstance(res, Drop):
+            drop = res
+        elif res is False:
+            drop = Drop(stage.name, "filtered")
+        else:
+            drop = Drop("error", f"{stage.kind} stage {stage.name} returned {type(res).__name__}")
+        ledger.append(ledger_row(stage.name, drop, rec))
+        st.dropped[drop.reason] += 1
 
     async def _results(self, stage: Stage, rows: list[Record], st: StageStats) -> list[Any]:
         if not stage.cache or self.cache is None:
@@ -196,29 +259,33 @@ class ShardRunner:
         keys = [_content_key(stage, r) for r in rows]
         hits = self.cache.get_many(keys)
         st.cached = sum(1 for k in keys if k in hits)
-        results: list[Any] = [_decode(hits[k]) if k in hits else None for k in keys]
+        results: list[Any] = [_rebase(_decode(hits[k]), r) if k in hits else None for k, r in zip(keys, rows, strict=True)]
         todo = [i for i, k in enumerate(keys) if k not in hits]
 
-        def store(i: int, res: Any) -> None:  # committed per record: the unit of resume
-            self.cache.put(keys[i], _encode(res))
+        def store(j: int, res: Any) -> None:  # committed per record: the unit of resume
+            self.cache.put(keys[todo[j]], _encode(res))
 
-        fresh = await self._compute(stage, [rows[i] for i in todo], on_result=lambda j, r: store(todo[j], r))
+        fresh = await self._compute(stage, [rows[i] for i in todo], on_result=store)
         for j, i in enumerate(todo):
             results[i] = fresh[j]
         return results
 
     async def _compute(self, stage: Stage, rows: list[Record], on_result=None) -> list[Any]:
         ctx, fn = self.ctx, stage.process
+
+        def finish(j: int, res: Any) -> Any:
+            if on_result is not None and not _is_transient(res):
+                on_result(j, res)
+            return res
+
         if not stage.is_async:
             out = []
             for j, r in enumerate(rows):
                 try:
                     res = fn(r, ctx)
-                except Exception as e:  # one bad record never kills the run
+                except Exception as e:
                     res = exception_drop(e)
-                if on_result is not None:
-                    on_result(j, res)
-                out.append(res)
+                out.append(finish(j, res))
             return out
         sem = asyncio.Semaphore(stage.concurrency)
 
@@ -228,43 +295,22 @@ class ShardRunner:
                     res = await fn(r, ctx)
                 except Exception as e:
                     res = exception_drop(e)
-            if on_result is not None and not _is_transient(res):
-                on_result(j, res)
-            return res
+            return finish(j, res)
 
         return list(await asyncio.gather(*(one(j, r) for j, r in enumerate(rows))))
 
-    def _apply(self, stage: Stage, rows: list[Record], results: list[Any], ledger: list[dict], st: StageStats) -> list[Record]:
-        out: list[Record] = []
-        plain = self.plain_events[id(stage)]
-        kind = stage.kind
-        for rec, res in zip(rows, results, strict=True):
-            if type(res) is dict:  # the common, fast case: a (possibly changed) record
-                if kind == "expand":
-                    raise TypeError(f"expand stage {stage.name} returned a dict, expected a list")
-                out.append(_with_event(res, plain))
-            elif res is True:
-                out.append(_with_event(rec, plain))
-            elif isinstance(res, Drop) or res is False or res is None:
-                drop = res if isinstance(res, Drop) else Drop(stage.name, "filtered" if res is False else "no result")
-                ledger.append(ledger_row(stage.name, drop, rec))
-                st.dropped[drop.reason] += 1
-                continue
-            elif isinstance(res, Keep):
-                out.append(_with_event(res.record, _event(stage, plain["decision"], res)))
-            elif isinstance(res, list):
-                base = rec.get("provenance") or []
-                for child in res:
-                    child.setdefault("provenance", list(base)).append(plain)
-                out.extend(res)
-            else:
-                drop = Drop("error", f"stage returned {type(res).__name__}")
-                ledger.append(ledger_row(stage.name, drop, rec))
-                st.dropped[drop.reason] += 1
-                continue
-            st.kept += 1
-        st.out = len(out)
-        return out
+
+def _rebase(res: Any, rec: Record) -> Any:
+    """A cached result was keyed by content, not history: give it the current record's history."""
+    history = list(rec.get("provenance") or [])
+    if isinstance(res, dict):
+        res["provenance"] = history
+    elif isinstance(res, Keep):
+        res.record["provenance"] = history
+    elif isinstance(res, list):
+        for child in res:
+            child.pop("provenance", None)
+    return res
 
 
 def _is_transient(res: Any) -> bool:
@@ -352,7 +398,7 @@ def _chunks(items: Iterable, n: int) -> Iterator[list]:
 def _read_parts(seg_dir: Path, batch_size: int) -> Iterator[Record]:
     for part in sorted(seg_dir.glob("part-*[0-9].parquet")):
         for batch in pq.ParquetFile(part).iter_batches(batch_size=batch_size):
-            yield from batch.to_pylist(maps_as_pydicts="strict")
+            yield from to_rows(batch)
 
 
 class LocalExecutor:
@@ -440,7 +486,6 @@ class LocalExecutor:
             stale.unlink()
         task = progress.task(stage.name, self._total(seg))
         st = StageStats()
-        plain = _event(stage, "keep")
         t0 = time.perf_counter()
 
         i, ledger, rows = 0, [], []
@@ -459,7 +504,7 @@ class LocalExecutor:
                 ledger.append(ledger_row(stage.name, drop, rec))
                 st.dropped[drop.reason] += 1
             else:
-                rows.append(_with_event(item, plain))
+                rows.append(item)
                 st.kept += 1
             if len(rows) >= self.pipeline.shard_size:
                 commit_shard(seg_dir, i, rows, ledger, {}, seg.schema)

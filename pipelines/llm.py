@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from rlclimb.pipelines.kvstore import KVStore
 
 BACKOFF_CAP_S = 30.0
@@ -155,7 +156,9 @@ class Usage:
     cost: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+        return Usage(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
 
 
 @dataclass
@@ -167,6 +170,20 @@ class _LoopState:
     clients: dict[str, openai.AsyncOpenAI] = field(default_factory=dict)
     sems: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     inflight: dict[str, asyncio.Future[Completion]] = field(default_factory=dict)
+    closer: asyncio.Task[None] | None = None
+
+    async def close(self) -> None:
+        clients, self.clients = list(self.clients.values()), {}
+        for client in clients:
+            await client.close()
+
+    async def close_at_loop_end(self) -> None:
+        # asyncio.run cancels leftover tasks before closing the loop: that is our cue to close
+        # the connections, which would otherwise be torn down noisily from a dead loop.
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.close()
 
 
 # ---- client -------------------------------------------------------------------------------
@@ -223,8 +240,11 @@ class LLMClient:
             error = str(e)[:2000]
         repair = messages + [
             {"role": "assistant", "content": first.text},
-            {"role": "user", "content": f"That reply is invalid: {error}\n"
-             "Reply with the corrected JSON object only, no prose and no code fences."},
+            {
+                "role": "user",
+                "content": f"That reply is invalid: {error}\n"
+                "Reply with the corrected JSON object only, no prose and no code fences.",
+            },
         ]
         second = await self._complete(profile, repair, tag, seed, params)
         total = replace(
@@ -252,23 +272,34 @@ class LLMClient:
 
     async def aclose(self) -> None:
         state = self._loops.pop(id(asyncio.get_running_loop()), None)
-        self._loops.clear()  # clients of other (closed) loops cannot be closed from here
+        self._loops.clear()  # other loops are closed: their closer task already ran
         if state is not None:
-            for client in state.clients.values():
-                await client.close()
+            if state.closer is not None:
+                state.closer.cancel()
+            await state.close()
         if self._store is not None:
             self._store.close()
             self._store = None  # reopened lazily if the client is used again
 
     # ---- internals ------------------------------------------------------------------------
     async def _complete(
-        self, profile: ModelProfile, messages: list[dict[str, Any]], tag: str | None,
-        seed: int | None, params: dict[str, Any],
+        self,
+        profile: ModelProfile,
+        messages: list[dict[str, Any]],
+        tag: str | None,
+        seed: int | None,
+        params: dict[str, Any],
     ) -> Completion:
-        body: dict[str, Any] = {"model": profile.model, "messages": messages, **profile.params, **params}
+        body: dict[str, Any] = {
+            "model": profile.model,
+            "messages": messages,
+            **profile.params,
+            **params,
+        }
         if seed is not None:
             body["seed"] = seed
-        key = "llm/" + hashlib.sha256(_canonical({"base_url": profile.base_url.rstrip("/"), **body})).hexdigest()
+        # The key covers the full request (and the endpoint), never the profile name or the key.
+        key = "llm/" + hashlib.sha256(_canonical(profile.base_url.rstrip("/"), body)).hexdigest()
 
         store = self._cache()
         raw = store.get(key) if store is not None else None
@@ -314,29 +345,30 @@ class LLMClient:
         client = state.clients.get(profile.name)
         if client is None:
             client = state.clients[profile.name] = openai.AsyncOpenAI(
-                base_url=profile.base_url, api_key=profile.resolve_api_key(),
-                timeout=profile.timeout_s, max_retries=0,  # our retries: counted, consistent
+                base_url=profile.base_url,
+                api_key=profile.resolve_api_key(),
+                timeout=profile.timeout_s,
+                max_retries=0,  # our retries: counted, consistent
             )
         sem = state.sems.setdefault(profile.name, asyncio.Semaphore(profile.concurrency))
-        model, messages, extra = body["model"], body["messages"], {
-            k: v for k, v in body.items() if k not in ("model", "messages")
-        }
+        extra = {k: v for k, v in body.items() if k not in ("model", "messages")}
         for attempt in range(profile.max_retries + 1):
             try:
                 async with sem:
                     self._account(tag, profile, requests=1)
                     # extra_body passes any param (vLLM's top_k, ...) without the SDK's kwargs check
                     resp = await client.chat.completions.create(
-                        model=model, messages=messages, extra_body=extra  # type: ignore[arg-type]
+                        model=body["model"], messages=body["messages"], extra_body=extra
                     )
                 return self._to_completion(profile, tag, resp)
-            except (openai.APIError, ValueError, LLMServerError) as e:
+            except (openai.APIError, json.JSONDecodeError, LLMServerError) as e:
                 err, retryable, retry_after = _classify(profile, e)
                 if not retryable or attempt == profile.max_retries:
                     raise err from e
             delay = retry_after
-            if delay is None:
-                delay = min(BACKOFF_CAP_S, profile.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+            if delay is None:  # exponential, with jitter so that throttled callers spread out
+                delay = min(BACKOFF_CAP_S, profile.backoff_s * 2**attempt)
+                delay *= random.uniform(0.5, 1.0)
             self._account(tag, profile, retries=1)
             await asyncio.sleep(delay)  # outside the semaphore: a backoff holds no slot
         raise AssertionError("unreachable")
@@ -346,7 +378,9 @@ class LLMClient:
             choice = resp.choices[0]
             message = choice.message
         except (AttributeError, IndexError, TypeError):
-            raise LLMServerError(f"{profile.name}: malformed response {str(resp)[:200]!r}") from None
+            raise LLMServerError(
+                f"{profile.name}: malformed response {str(resp)[:200]!r}"
+            ) from None
         usage = getattr(resp, "usage", None)
         pt = (usage.prompt_tokens or 0) if usage else 0
         ct = (usage.completion_tokens or 0) if usage else 0
@@ -359,7 +393,9 @@ class LLMClient:
         return Completion(text, choice.finish_reason, pt, ct, cost, profile.name)
 
     def _hit(self, tag: str | None, profile: ModelProfile, c: Completion) -> Completion:
-        self._account(tag, profile, cache_hits=1, cached_tokens=c.prompt_tokens + c.completion_tokens)
+        self._account(
+            tag, profile, cache_hits=1, cached_tokens=c.prompt_tokens + c.completion_tokens
+        )
         return replace(c, cost=0.0, model=profile.name, cached=True)
 
     def _account(self, tag: str | None, profile: ModelProfile, **deltas: Any) -> None:
@@ -379,6 +415,7 @@ class LLMClient:
         if state is None or state.loop is not loop:
             self._loops = {k: s for k, s in self._loops.items() if not s.loop.is_closed()}
             state = self._loops[id(loop)] = _LoopState(loop)
+            state.closer = loop.create_task(state.close_at_loop_end())
         return state
 
 
@@ -401,7 +438,7 @@ def _classify(profile: ModelProfile, e: Exception) -> tuple[LLMError, bool, floa
         return LLMBadRequestError(msg), False, None
     if isinstance(e, LLMServerError):
         return e, True, None
-    # ValueError (a JSON body that does not parse) or another APIError: a broken response
+    # a body that is not JSON, or another APIError: a broken response
     return LLMServerError(f"{where}: malformed response: {str(e)[:300]}"), True, None
 
 
@@ -415,8 +452,9 @@ def _retry_after(headers: Any) -> float | None:
     return None
 
 
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+def _canonical(base_url: str, body: dict[str, Any]) -> bytes:
+    obj = {"base_url": base_url, **body}
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 _FENCE = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)

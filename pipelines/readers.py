@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rlclimb.schemas.io import JsonlError, read_jsonl
+from rlclimb.schemas.io import JsonlError, read_jsonl, to_rows
 
 from .stage import Drop
 
@@ -110,7 +110,7 @@ class ParquetReader:
     def __iter__(self) -> Iterator[dict]:
         for path in self.paths:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=self.batch_size):
-                yield from batch.to_pylist(maps_as_pydicts="strict")
+                yield from to_rows(batch)
 
     def describe(self) -> dict:
         return {"reader": "parquet", "files": [str(p) for p in self.paths]}

@@ -95,6 +95,7 @@ class ScriptedServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._n = 0
+        self.errors: list[Exception] = []  # exceptions raised by the scripted handler
         self._stopping = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -171,7 +172,11 @@ class ScriptedServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             queued = self._queue.popleft() if self._queue else None
         try:
-            reply = queued if queued is not None else self._handler(body, n)
+            try:
+                reply = queued if queued is not None else self._handler(body, n)
+            except Exception as e:  # a broken test script: answer 500, keep it for the test
+                self.errors.append(e)
+                reply = Reply(f"scripted handler raised {e!r}", status=500)
             if isinstance(reply, str):
                 reply = Reply(reply)
             delay = self.latency_s + reply.delay_s
@@ -190,10 +195,14 @@ class ScriptedServer:
             return reply.status, _error_body(reply.status, reply.content)
         text = reply.content
         prompt_chars = len(json.dumps(body.get("messages", [])))
-        usage = dict(reply.usage) if reply.usage else {
-            "prompt_tokens": prompt_chars // 4 + 1,
-            "completion_tokens": len(text or "") // 4 + 1,
-        }
+        usage = (
+            dict(reply.usage)
+            if reply.usage
+            else {
+                "prompt_tokens": prompt_chars // 4 + 1,
+                "completion_tokens": len(text or "") // 4 + 1,
+            }
+        )
         usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if reply.refusal is not None:
@@ -203,9 +212,7 @@ class ScriptedServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": reply.finish_reason}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
             "usage": usage,
         }
         return 200, json.dumps(completion).encode()
@@ -216,6 +223,8 @@ def _error_body(status: int, message: str | None) -> bytes:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "error"
-    kind = {429: "rate_limit_exceeded"}.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    kind = {429: "rate_limit_exceeded"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error"
+    )
     err = {"message": message or phrase, "type": kind, "param": None, "code": str(status)}
     return json.dumps({"error": err}).encode()

@@ -17,6 +17,23 @@ from pydantic import BaseModel
 from .arrow import arrow_schema
 
 
+def _has_map(t: pa.DataType) -> bool:
+    if pa.types.is_map(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_map(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_map(t.value_type)
+    return False
+
+
+def to_rows(batch: pa.RecordBatch | pa.Table) -> list[dict[str, Any]]:
+    """Rows as dicts; maps become dicts (that conversion is 3x slower, so only when needed)."""
+    if any(_has_map(f.type) for f in batch.schema):
+        return batch.to_pylist(maps_as_pydicts="strict")
+    return batch.to_pylist()
+
+
 def to_table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
@@ -37,11 +54,11 @@ def iter_parquet_batches(paths: Iterable[str | Path], batch_size: int = 10_000) 
     for path in paths:
         pf = pq.ParquetFile(path)
         for batch in pf.iter_batches(batch_size=batch_size):
-            yield batch.to_pylist(maps_as_pydicts="strict")
+            yield to_rows(batch)
 
 
 def read_rows(path: str | Path) -> list[dict]:
-    return pq.read_table(path).to_pylist(maps_as_pydicts="strict")
+    return to_rows(pq.read_table(path))
 
 
 def read_records(path: str | Path, model: type[BaseModel]) -> list[BaseModel]:

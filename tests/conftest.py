@@ -1,4 +1,5 @@
 import pytest
+
 from rlclimb.pipelines.scripted_server import ScriptedServer
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+
 from rlclimb.pipelines.llm import (
     LLMClient,
     LLMConfig,
@@ -28,8 +29,13 @@ class Answer(BaseModel):
 
 
 def make_client(server: ScriptedServer, cache_path=None, **profile: Any) -> LLMClient:
-    base = {"base_url": server.base_url, "model": "test-model", "api_key": "k",
-            "backoff_s": 0.01, "timeout_s": 5.0}
+    base = {
+        "base_url": server.base_url,
+        "model": "test-model",
+        "api_key": "k",
+        "backoff_s": 0.01,
+        "timeout_s": 5.0,
+    }
     config = LLMConfig.from_dict(
         {"profiles": {"local": {**base, **profile}}, "roles": {"solver": "local"}}
     )
@@ -48,8 +54,12 @@ def run(client: LLMClient, coro_fn) -> Any:
 
 def test_plain_completion_and_accounting(llm_server: ScriptedServer):
     llm_server.queue(Reply("four", usage={"prompt_tokens": 1000, "completion_tokens": 500}))
-    client = make_client(llm_server, price_input_per_mtok=2.0, price_output_per_mtok=10.0,
-                         params={"temperature": 0.3})
+    client = make_client(
+        llm_server,
+        price_input_per_mtok=2.0,
+        price_output_per_mtok=10.0,
+        params={"temperature": 0.3},
+    )
     c = run(client, lambda: client.complete("solver", MSG, tag="solve", max_tokens=7))
     assert (c.text, c.finish_reason, c.model, c.cached) == ("four", "stop", "local", False)
     assert (c.prompt_tokens, c.completion_tokens) == (1000, 500)
@@ -58,12 +68,22 @@ def test_plain_completion_and_accounting(llm_server: ScriptedServer):
     assert body["model"] == "test-model" and body["messages"] == MSG
     assert body["temperature"] == 0.3 and body["max_tokens"] == 7
     u = client.usage["solve"]
-    assert (u.requests, u.retries, u.failures, u.prompt_tokens, u.completion_tokens) == (1, 0, 0, 1000, 500)
+    assert (u.requests, u.retries, u.failures, u.prompt_tokens, u.completion_tokens) == (
+        1,
+        0,
+        0,
+        1000,
+        500,
+    )
     assert u.cost == pytest.approx(c.cost)
     assert client.usage_by_profile["local"] == u
     snap = client.usage_snapshot()
-    assert snap["total"]["requests"] == 1 and snap["by_tag"]["solve"]["cost"] == pytest.approx(c.cost)
-    assert (Usage(requests=1, cost=0.5) + Usage(requests=2, cost=0.25)) == Usage(requests=3, cost=0.75)
+    assert snap["total"]["requests"] == 1 and snap["by_tag"]["solve"]["cost"] == pytest.approx(
+        c.cost
+    )
+    assert (Usage(requests=1, cost=0.5) + Usage(requests=2, cost=0.25)) == Usage(
+        requests=3, cost=0.75
+    )
 
 
 def test_cache_hit_same_client_and_resumed_client(llm_server: ScriptedServer, tmp_path):
@@ -144,8 +164,9 @@ def test_malformed_body_is_retried_then_fails(llm_server: ScriptedServer):
 
 
 def test_refusal(llm_server: ScriptedServer):
-    llm_server.queue(Reply(None, refusal="I can't help with that."),
-                     Reply("", finish_reason="content_filter"))
+    llm_server.queue(
+        Reply(None, refusal="I can't help with that."), Reply("", finish_reason="content_filter")
+    )
     client = make_client(llm_server)
     for _ in range(2):
         with pytest.raises(LLMError) as e:
@@ -201,7 +222,9 @@ def test_structured_modes_without_schema_support(llm_server: ScriptedServer, mod
     obj, _ = run(client, lambda: client.structured("solver", MSG, Answer))
     assert obj.value == 1
     body = llm_server.requests[0]
-    assert body.get("response_format") == ({"type": "json_object"} if mode == "json_object" else None)
+    assert body.get("response_format") == (
+        {"type": "json_object"} if mode == "json_object" else None
+    )
     assert json.dumps(Answer.model_json_schema()) in body["messages"][-1]["content"]
 
 

@@ -1,0 +1,185 @@
+"""The `rlclimb` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from .definitions import PIPELINES, ConfigError
+from .engine import RunOptions, run_pipeline
+from .readers import InputError
+from .rundir import RunDir
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="rlclimb: verified RL data and environments.")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str) -> None:
+    """Bad invocation: one line on stderr, exit code 2, nothing written."""
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if path is not None:
+        try:
+            config = yaml.safe_load(path.read_text()) or {}
+        except OSError as e:
+            fail(f"cannot read config {path}: {e.strerror}")
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark else ""
+            fail(f"config {path}{where} is not valid YAML: {getattr(e, 'problem', e)}")
+        if not isinstance(config, dict):
+            fail(f"config {path} must be a YAML mapping, got {type(config).__name__}")
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            fail(f"--set expects KEY=VALUE, got {item!r}")
+        value = yaml.safe_load(raw) if raw else ""
+        parts = key.split(".")
+        target = config
+        if parts[0] not in ("shard_size", "workers", "seed", "llm", "stages"):
+            target = config.setdefault("stages", {})  # `--set import.question_field=x` is a stage key
+        for p in parts[:-1]:
+            target = target.setdefault(p, {})
+            if not isinstance(target, dict):
+                fail(f"--set {key}: {p} is not a section")
+        target[parts[-1]] = value
+    known = {"shard_size", "workers", "seed", "llm", "stages"}
+    if unknown := set(config) - known:
+        fail(f"unknown config key(s) {sorted(unknown)}; known: {sorted(known)}")
+    return config
+
+
+@app.command()
+def run(
+    pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)}")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME")],
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="override a config key: stage.key=value")] = [],  # noqa: B006
+    engine: Annotated[str, typer.Option(help="executor (local)")] = "local",
+    workers: Annotated[int | None, typer.Option(help="processes for CPU-bound stages")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+) -> None:
+    """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
+    if pipeline not in PIPELINES:
+        fail(f"unknown pipeline {pipeline!r}; available: {', '.join(PIPELINES)}")
+    if engine != "local":
+        fail(f"unknown engine {engine!r}; available: local")
+    cfg = load_config(config, set_)
+    llm = None
+    try:
+        if cfg.get("llm"):
+            from .llm import LLMConfig
+
+            llm = LLMConfig.model_validate(cfg["llm"])
+        built = PIPELINES[pipeline](inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
+    except (InputError, ConfigError) as e:
+        fail(str(e))
+    except Exception as e:  # pydantic errors in the llm section, bad numbers
+        fail(f"invalid config: {str(e).splitlines()[0]}")
+    options = RunOptions(
+        workers=workers or int(cfg.get("workers", 1)),
+        progress=not quiet and sys.stderr.isatty(),
+        seed=int(cfg.get("seed", 0)),
+        llm=llm,
+    )
+    try:
+        result = run_pipeline(built, out, options)
+    except InputError as e:
+        fail(str(e))
+    if not quiet:
+        print_status(out)
+    else:
+        console.print(f"{result.records} records -> {out / 'data'}")
+
+
+def print_status(run_dir: Path) -> None:
+    run = RunDir(run_dir)
+    config = json.loads(run.config_path.read_text())
+    stages, complete = run.collect_stats(config)
+    table = Table(title=f"{config['pipeline']} · {run_dir} · {'complete' if complete else 'in progress / interrupted'}")
+    use_llm = any(s.llm for _, s in stages)
+    use_cache = any(s.cached for _, s in stages)
+    cols = ["stage", "in", "kept", "dropped", "top drop reasons", "time"]
+    cols += ["cached"] if use_cache else []
+    cols += ["LLM tokens", "cost $"] if use_llm else []
+    for col in cols:
+        left = col in ("stage", "top drop reasons")
+        table.add_column(col, justify="left" if left else "right", no_wrap=col != "top drop reasons")
+    for name, s in stages:
+        row = [name, f"{s.seen:,}", f"{s.kept:,}", f"{sum(s.dropped.values()):,}",
+               ", ".join(f"{r} {n:,}" for r, n in s.dropped.most_common(3)), f"{s.time_s:.2f}s"]
+        row += [f"{s.cached:,}"] if use_cache else []
+        if use_llm:
+            tokens = int(s.llm.get("prompt_tokens", 0) + s.llm.get("completion_tokens", 0))
+            row += [f"{tokens:,}", f"{s.llm.get('cost', 0):.4f}"]
+        table.add_row(*row)
+    console.print(table)
+    if complete:
+        stats = json.loads(run.stats_path.read_text())
+        console.print(f"{stats['records']:,} records in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_path}")
+
+
+@app.command()
+def status(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    as_json: Annotated[bool, typer.Option("--json", help="print stats as JSON")] = False,
+) -> None:
+    """Print a run's funnel: per stage in, kept, dropped by reason, time and cost."""
+    run = RunDir(run_dir)
+    if not run.config_path.exists():
+        fail(f"not a run directory (no config.json): {run_dir}")
+    if as_json:
+        config = json.loads(run.config_path.read_text())
+        stages, complete = run.collect_stats(config)
+        print(json.dumps({"complete": complete, "stages": [{"name": n, **s.to_dict()} for n, s in stages]}, indent=1))
+        return
+    print_status(run_dir)
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output .jsonl or .jsonl.gz")],
+) -> None:
+    """Export a run's dataset as JSONL."""
+    from rlclimb.schemas.io import iter_parquet_batches, write_jsonl
+
+    run = RunDir(run_dir)
+    files = sorted(run.data_dir.glob("*.parquet"))
+    if not files:
+        fail(f"no dataset in {run.data_dir}: run the pipeline first")
+    write_jsonl((row for batch in iter_parquet_batches(files) for row in batch), out)
+    console.print(f"wrote {out}")
+
+
+@app.command()
+def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) -> None:
+    """Run the qa-jsonl pipeline on the bundled sample with embedded defaults."""
+    sample = resources.files("rlclimb.pipelines") / "samples" / "qa_sample.jsonl"
+    with resources.as_file(sample) as path:
+        run(pipeline="qa-jsonl", inputs=[str(path)], out=out, config=None, set_=[], engine="local",
+            workers=None, quiet=False)
+
+
+def main() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+
+
+if __name__ == "__main__":
+    main()
