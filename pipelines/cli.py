@@ -131,7 +131,7 @@ def print_status(run_dir: Path) -> None:
     console.print(table)
     if complete:
         stats = json.loads(run.stats_path.read_text())
-        console.print(f"{stats['records']:,} records in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_path}")
+        console.print(f"{stats['records']:,} records in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_dir}")
 
 
 @app.command()

@@ -25,12 +25,10 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from rlclimb.schemas.arrow import arrow_schema
@@ -40,7 +38,7 @@ from rlclimb.schemas.records import StageEvent
 from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats, exception_drop, ledger_row
 from .kvstore import KVStore
 from .progress import Progress
-from .readers import Rejected
+from .readers import Rejected, parquet_shards
 from .rundir import RunDir
 from .stage import Drop, Keep, Record, Stage, StageContext
 
@@ -165,20 +163,29 @@ class ShardRunner:
     about *it*: a stage's note, model, votes or cost (`Keep`), or its creation by an expand stage.
     """
 
-    def __init__(self, stages: list[Stage], ctx: StageContext, cache: KVStore | None, reads: bool):
+    def __init__(self, stages: list[Stage], ctx: StageContext, cache: KVStore | None, reads: bool, loop=None):
         self.stages, self.ctx, self.cache = stages, ctx, cache
         self.reads = reads  # first segment: items come from the reader and may be Rejected
+        self.loop = loop  # one event loop per process, shared by async stages and the LLM client
 
-    async def run(self, items: list) -> tuple[list[Record], list[dict], dict[str, StageStats]]:
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop
+
+    def run(self, items: list | pa.RecordBatch) -> tuple[list[Record], list[dict], dict[str, StageStats]]:
         ledger: list[dict] = []
         stats: dict[str, StageStats] = {}
+        if isinstance(items, pa.RecordBatch):
+            items = to_rows(items)
         rows = self._reject(items, ledger, stats) if self.reads else items
         for stage in self.stages:
             st = stats[stage.name] = StageStats(seen=len(rows))
             t0 = time.perf_counter()
             usage0 = self._usage(stage)
             if stage.is_async or stage.cache and self.cache is not None:
-                rows = self._apply(stage, rows, await self._results(stage, rows, st), ledger, st)
+                results = self._loop().run_until_complete(self._results(stage, rows, st))
+                rows = self._apply(stage, rows, results, ledger, st)
             else:
                 rows = self._run_sync(stage, rows, ledger, st)
             st.kept = st.seen - sum(st.dropped.values())
@@ -207,6 +214,7 @@ class ShardRunner:
     def _run_sync(self, stage: Stage, rows: list[Record], ledger: list[dict], st: StageStats) -> list[Record]:
         """The hot loop for cheap CPU stages: one call per record, bookkeeping only on exceptions."""
         fn, ctx, slow = stage.process, self.ctx, self._apply_one
+        expand = stage.kind == "expand"
         out: list[Record] = []
         append = out.append
         for rec in rows:
@@ -214,7 +222,7 @@ class ShardRunner:
                 res = fn(rec, ctx)
             except Exception as e:  # one bad record never kills the run
                 res = exception_drop(e)
-            if type(res) is dict and stage.kind != "expand":
+            if type(res) is dict and not expand:
                 append(res)
             elif res is True:
                 append(rec)
@@ -381,7 +389,7 @@ def _worker_shard(seg_fp: str, stages: list[Stage], ctx: StageContext, cache_pat
         for s in stages:
             s.setup(ctx)
         runner = _WORKER_STATE[seg_fp] = ShardRunner(stages, ctx, KVStore(cache_path) if cache_path else None, reads)
-    rows, ledger, stats = asyncio.run(runner.run(items))
+    rows, ledger, stats = runner.run(items)
     commit_shard(Path(seg_dir), i, rows, ledger, stats, schema)
     return {"rows": len(rows), "drops": len(ledger), "seen": len(items)}
 
@@ -389,16 +397,13 @@ def _worker_shard(seg_fp: str, stages: list[Stage], ctx: StageContext, cache_pat
 # ---- the executor -----------------------------------------------------------------------------
 
 
-def _chunks(items: Iterable, n: int) -> Iterator[list]:
-    it = iter(items)
-    while chunk := list(islice(it, n)):
-        yield chunk
+def _read_parts(seg_dir: Path) -> list[Path]:
+    return sorted(seg_dir.glob("part-*[0-9].parquet"))
 
 
-def _read_parts(seg_dir: Path, batch_size: int) -> Iterator[Record]:
-    for part in sorted(seg_dir.glob("part-*[0-9].parquet")):
-        for batch in pq.ParquetFile(part).iter_batches(batch_size=batch_size):
-            yield from to_rows(batch)
+def _rows(batches: Iterable[pa.RecordBatch | list]) -> Iterator[Record]:
+    for b in batches:
+        yield from (to_rows(b) if isinstance(b, pa.RecordBatch) else b)
 
 
 class LocalExecutor:
@@ -411,6 +416,7 @@ class LocalExecutor:
 
             self.llm = LLMClient(options.llm, cache_path=run.llm_cache)
         self.ctx = StageContext(run_dir=run.path, llm=self.llm, seed=options.seed)
+        self.loop = asyncio.new_event_loop()
         self.cache = KVStore(run.stage_cache) if any(s.cache for s in pipeline.stages) else None
 
     def execute(self) -> RunResult:
@@ -424,14 +430,15 @@ class LocalExecutor:
                 else:
                     self._run_rows(seg, seg_dir, progress)
         if self.llm is not None:
-            asyncio.run(self.llm.aclose())
+            self.loop.run_until_complete(self.llm.aclose())
+        self.loop.close()
         return self.run.finalize(self.segments, elapsed_s=time.perf_counter() - t0)
 
-    def _source(self, seg: Segment) -> Iterable:
+    def _shards(self, seg: Segment) -> Iterator[list | pa.RecordBatch]:
+        size = self.pipeline.shard_size
         if seg.first:
-            return self.pipeline.reader
-        prev = self.segments[seg.index - 1]
-        return _read_parts(self.run.segment_dir(prev.dirname), self.pipeline.shard_size)
+            return self.pipeline.reader.shards(size)
+        return parquet_shards(_read_parts(self.run.segment_dir(self.segments[seg.index - 1].dirname)), size)
 
     def _total(self, seg: Segment) -> int | None:
         if seg.first:
@@ -441,7 +448,7 @@ class LocalExecutor:
     def _run_rows(self, seg: Segment, seg_dir: Path, progress: Progress) -> None:
         task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
         workers = self.options.workers if not seg.is_async else 1
-        shards = _chunks(self._source(seg), self.pipeline.shard_size)
+        shards = self._shards(seg)
         if workers <= 1:
             runner = None
             for i, items in enumerate(shards):
@@ -451,8 +458,8 @@ class LocalExecutor:
                 if runner is None:
                     for s in seg.stages:
                         s.setup(self.ctx)
-                    runner = ShardRunner(seg.stages, self.ctx, self.cache, seg.first)
-                rows, ledger, stats = asyncio.run(runner.run(items))
+                    runner = ShardRunner(seg.stages, self.ctx, self.cache, seg.first, self.loop)
+                rows, ledger, stats = runner.run(items)
                 commit_shard(seg_dir, i, rows, ledger, stats, seg.schema)
                 progress.advance(task, len(items), len(ledger))
             return
@@ -498,7 +505,7 @@ class LocalExecutor:
                 st.seen += 1
                 yield r
 
-        for item in stage.run(counted(self._source(seg)), self.ctx):
+        for item in stage.run(counted(_rows(self._shards(seg))), self.ctx):
             if isinstance(item, tuple):
                 rec, drop = item
                 ledger.append(ledger_row(stage.name, drop, rec))

@@ -1,21 +1,22 @@
 """Readers turn input files into a deterministic stream of raw items (the engine shards it).
 
-Every reader yields, in a fixed order, either a record dict or a `Rejected` (an unreadable item
-with its location), and has a fingerprint that changes when its inputs change.
+Every reader has `shards(size)`: the input in a fixed order, cut into shards, each a list of items
+(record dicts or `Rejected`: an unreadable item with its location) or an Arrow record batch; and
+a fingerprint that changes when its inputs change.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rlclimb.schemas.io import JsonlError, read_jsonl, to_rows
+from rlclimb.schemas.io import JsonlError, read_jsonl
 
 from .stage import Drop
 
@@ -89,6 +90,11 @@ class JsonlReader:
                 else:
                     yield {"file": str(path), "line": line, "data": obj}
 
+    def shards(self, size: int) -> Iterator[list[dict | Rejected]]:
+        it = iter(self)
+        while chunk := list(islice(it, size)):
+            yield chunk
+
     def describe(self) -> dict:
         return {"reader": "jsonl", "files": [str(p) for p in self.paths]}
 
@@ -96,9 +102,8 @@ class JsonlReader:
 class ParquetReader:
     """Parquet files whose rows already are records (e.g. a previous run's dataset)."""
 
-    def __init__(self, paths: list[str | Path], batch_size: int = 10_000):
+    def __init__(self, paths: list[str | Path]):
         self.paths = check_inputs(paths, (".parquet",))
-        self.batch_size = batch_size
         self.schema = pq.read_schema(self.paths[0])
 
     def fingerprint(self) -> str:
@@ -107,14 +112,14 @@ class ParquetReader:
     def estimate_total(self) -> int:
         return sum(pq.ParquetFile(p).metadata.num_rows for p in self.paths)
 
-    def __iter__(self) -> Iterator[dict]:
-        for path in self.paths:
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=self.batch_size):
-                yield from to_rows(batch)
+    def shards(self, size: int) -> Iterator[pa.RecordBatch]:
+        """Arrow batches: cheap to send to worker processes, which convert them to rows."""
+        yield from parquet_shards(self.paths, size)
 
     def describe(self) -> dict:
         return {"reader": "parquet", "files": [str(p) for p in self.paths]}
 
 
-def rejected_raw(item: Rejected) -> str:
-    return json.dumps({"file": item.file, "line": item.line})
+def parquet_shards(paths: list[Path], size: int) -> Iterator[pa.RecordBatch]:
+    for path in paths:
+        yield from pq.ParquetFile(path).iter_batches(batch_size=size)

@@ -7,7 +7,7 @@ runs/NAME/
   cache/stages.sqlite         row-level results of cached stages (LLM, sandbox)
   cache/llm.sqlite            LLM request cache
   data/train-*.parquet        the final dataset (Hugging Face datasets layout)
-  ledger.parquet              every dropped record: stage, reason, detail, file, line, record
+  ledger/part-*.parquet       every dropped record: stage, reason, detail, file, line, record
   stats.json                  the funnel: per stage in / kept / dropped by reason / time / LLM cost
 """
 
@@ -43,7 +43,7 @@ class RunDir:
         self.stage_cache = self.path / "cache" / "stages.sqlite"
         self.llm_cache = self.path / "cache" / "llm.sqlite"
         self.data_dir = self.path / "data"
-        self.ledger_path = self.path / "ledger.parquet"
+        self.ledger_dir = self.path / "ledger"
 
     def segment_dir(self, name: str) -> Path:
         return self.path / "stages" / name
@@ -109,15 +109,12 @@ class RunDir:
         records = 0
         for i, part in enumerate(parts):
             dest = self.data_dir / f"train-{i:05d}-of-{n:05d}.parquet"
-            try:
-                os.link(part, dest)  # parts are immutable once committed: share, don't copy
-            except OSError:
-                shutil.copyfile(part, dest)
+            _link(part, dest)
             records += pq.ParquetFile(part).metadata.num_rows
         if not parts:
             schema = segments[-1].schema or pa.schema([])
             write_parquet(schema.empty_table(), self.data_dir / "train-00000-of-00001.parquet", schema)
-        self._write_ledger(segments)
+        self._link_ledger(segments)
         config = json.loads(self.config_path.read_text())
         stages, _ = self.collect_stats(config)
         stats = {
@@ -132,14 +129,23 @@ class RunDir:
         _write_json(self.stats_path, stats)
         return RunResult(self.path, records, stats)
 
-    def _write_ledger(self, segments: list[Segment]) -> None:
-        tables = [
-            pq.read_table(p)
-            for seg in segments
-            for p in sorted(self.segment_dir(seg.dirname).glob("part-*.ledger.parquet"))
-        ]
-        table = pa.concat_tables(tables) if tables else LEDGER_SCHEMA.empty_table()
-        write_parquet(table, self.ledger_path, LEDGER_SCHEMA)
+    def _link_ledger(self, segments: list[Segment]) -> None:
+        """The ledger is the shards' ledger parts, linked in order (read it with pq.read_table)."""
+        if self.ledger_dir.exists():
+            shutil.rmtree(self.ledger_dir)
+        self.ledger_dir.mkdir(parents=True)
+        parts = [p for seg in segments for p in sorted(self.segment_dir(seg.dirname).glob("part-*.ledger.parquet"))]
+        for i, part in enumerate(parts):
+            _link(part, self.ledger_dir / f"part-{i:05d}.parquet")
+        if not parts:  # an empty table, so readers need no special case
+            write_parquet(LEDGER_SCHEMA.empty_table(), self.ledger_dir / "part-00000.parquet", LEDGER_SCHEMA)
+
+
+def _link(src: Path, dest: Path) -> None:
+    try:
+        os.link(src, dest)  # committed parts are immutable: share, don't copy
+    except OSError:
+        shutil.copyfile(src, dest)
 
 
 def _write_json(path: Path, obj: Any) -> None:
