@@ -85,7 +85,7 @@ def run(
         if cfg.get("llm"):
             from .llm import LLMConfig
 
-            llm = LLMConfig.model_validate(cfg["llm"])
+            llm = LLMConfig.from_dict(cfg["llm"])
         built = PIPELINES[pipeline](inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
     except (InputError, ConfigError) as e:
         fail(str(e))

@@ -74,7 +74,7 @@ class RunDir:
                 for s in segments
             ],
             "options": {"workers": options.workers, "seed": options.seed,
-                        "llm": options.llm.model_dump(mode="json") if options.llm is not None else None},
+                        "llm": _redacted(options.llm)},
         }
         if self.stats_path.exists():  # a new invocation: the old funnel is no longer current
             self.stats_path.unlink()
@@ -139,6 +139,17 @@ class RunDir:
             _link(part, self.ledger_dir / f"part-{i:05d}.parquet")
         if not parts:  # an empty table, so readers need no special case
             write_parquet(LEDGER_SCHEMA.empty_table(), self.ledger_dir / "part-00000.parquet", LEDGER_SCHEMA)
+
+
+def _redacted(llm: Any) -> dict | None:
+    """The LLM config without literal API keys (config.json is meant to be shared)."""
+    if llm is None:
+        return None
+    data = llm.model_dump(mode="json")
+    for profile in data.get("profiles", {}).values():
+        if profile.get("api_key") not in (None, "EMPTY"):
+            profile["api_key"] = "***"
+    return data
 
 
 def _link(src: Path, dest: Path) -> None:
