@@ -104,7 +104,7 @@ def run(
     if not quiet:
         print_status(out)
     else:
-        console.print(f"{result.records} records -> {out / 'data'}")
+        print(f"{result.records} records -> {out / 'data'}")
 
 
 def print_status(run_dir: Path) -> None:

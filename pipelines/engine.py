@@ -81,8 +81,9 @@ class Segment:
     index: int
     stages: list[Stage]
     fingerprint: str
-    schema: pa.Schema | None  # of the segment's output records
+    schema: pa.Schema | None  # of the segment's output records (None: inferred per shard)
     first: bool  # reads from the pipeline's reader (vs the previous segment's parts)
+    metadata: dict[bytes, bytes] = field(default_factory=dict)  # Parquet metadata of its parts
 
     @property
     def is_global(self) -> bool:
@@ -117,10 +118,11 @@ def plan_segments(pipeline: Pipeline) -> list[Segment]:
         if schema is not None and "provenance" not in schema.names:  # every record carries its history
             schema = schema.append(PROVENANCE_FIELD)
         trail.extend({"name": st.name, "version": st.version, "fingerprint": st.fingerprint} for st in stages)
-        if schema is not None:  # each data file names the stages its records passed
-            schema = schema.with_metadata({**(schema.metadata or {}), b"rlclimb.stages": json.dumps(trail).encode()})
+        metadata = {b"rlclimb.stages": json.dumps(trail).encode()}  # each data file names the stages its records passed
+        if schema is not None:
+            schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
         prev_fp = h.hexdigest()[:12]
-        segments.append(Segment(i, stages, prev_fp, schema, first=i == 0))
+        segments.append(Segment(i, stages, prev_fp, schema, first=i == 0, metadata=metadata))
     return segments
 
 
@@ -405,10 +407,22 @@ def _part(seg_dir: Path, i: int) -> Path:
     return seg_dir / f"part-{i:05d}.parquet"
 
 
-def commit_shard(seg_dir: Path, i: int, rows: list[Record], ledger: list[dict], stats: dict[str, StageStats], schema: pa.Schema | None) -> None:
+def _infer_table(rows: list[Record], metadata: dict[bytes, bytes]) -> pa.Table:
+    """A shard of records with no declared schema: infer it, with the typed provenance column.
+    (Shards may still differ, e.g. an all-null column; finalize unifies the data files.)"""
+    table = pa.Table.from_pylist(rows)
+    if "provenance" in table.column_names:
+        idx = table.column_names.index("provenance")
+        table = table.set_column(idx, PROVENANCE_FIELD, table["provenance"].cast(PROVENANCE_FIELD.type))
+    else:
+        table = table.append_column(PROVENANCE_FIELD, pa.nulls(len(table), PROVENANCE_FIELD.type))
+    return table.replace_schema_metadata(metadata)
+
+
+def commit_shard(seg_dir: Path, i: int, rows: list[Record], ledger: list[dict], stats: dict[str, StageStats], seg: Segment) -> None:
     """Write data, then ledger, then the done marker: the marker is the commit."""
     if rows:
-        table = pa.Table.from_pylist(rows, schema=schema) if schema is not None else pa.Table.from_pylist(rows)
+        table = pa.Table.from_pylist(rows, schema=seg.schema) if seg.schema is not None else _infer_table(rows, seg.metadata)
         write_parquet(table, _part(seg_dir, i), table.schema)
     else:
         _part(seg_dir, i).unlink(missing_ok=True)
@@ -431,14 +445,15 @@ def _write_json(path: Path, obj: Any) -> None:
 _WORKER_STATE: dict[str, ShardRunner] = {}
 
 
-def _worker_shard(seg_fp: str, stages: list[Stage], ctx: StageContext, cache_path: str | None, reads: bool, seg_dir: str, i: int, items: list, schema: pa.Schema | None) -> dict:
-    runner = _WORKER_STATE.get(seg_fp)
+def _worker_shard(seg: Segment, ctx: StageContext, cache_path: str | None, seg_dir: str, i: int, items: list) -> dict:
+    runner = _WORKER_STATE.get(seg.fingerprint)
     if runner is None:
-        for s in stages:
+        for s in seg.stages:
             s.setup(ctx)
-        runner = _WORKER_STATE[seg_fp] = ShardRunner(stages, ctx, KVStore(cache_path) if cache_path else None, reads)
+        runner = ShardRunner(seg.stages, ctx, KVStore(cache_path) if cache_path else None, seg.first)
+        _WORKER_STATE[seg.fingerprint] = runner
     rows, ledger, stats = runner.run(items)
-    commit_shard(Path(seg_dir), i, rows, ledger, stats, schema)
+    commit_shard(Path(seg_dir), i, rows, ledger, stats, seg)
     return {"rows": len(rows), "drops": len(ledger), "seen": len(items)}
 
 
@@ -508,7 +523,7 @@ class LocalExecutor:
                         s.setup(self.ctx)
                     runner = ShardRunner(seg.stages, self.ctx, self.cache, seg.first, self.loop)
                 rows, ledger, stats = runner.run(items)
-                commit_shard(seg_dir, i, rows, ledger, stats, seg.schema)
+                commit_shard(seg_dir, i, rows, ledger, stats, seg)
                 progress.advance(task, len(items), len(ledger))
             return
         cache_path = str(self.run.stage_cache) if self.cache is not None else None
@@ -525,7 +540,7 @@ class LocalExecutor:
                     for f in done:
                         r = f.result()
                         progress.advance(task, r["seen"], r["drops"])
-                pending.add(pool.submit(_worker_shard, seg.fingerprint, seg.stages, ctx, cache_path, seg.first, str(seg_dir), i, items, seg.schema))
+                pending.add(pool.submit(_worker_shard, seg, ctx, cache_path, str(seg_dir), i, items))
             for f in cf.as_completed(pending):
                 r = f.result()
                 progress.advance(task, r["seen"], r["drops"])
@@ -540,15 +555,17 @@ class LocalExecutor:
         for stale in seg_dir.glob("part-*"):
             stale.unlink()
         task = progress.task(stage.name, self._total(seg))
-        st = StageStats()
+        st, read = StageStats(), StageStats()
         t0 = time.perf_counter()
 
         i, ledger, rows = 0, [], []
 
         def counted(records: Iterable) -> Iterator[Record]:
             for r in records:
+                read.seen += 1
                 if isinstance(r, Rejected):  # a global stage straight after the reader
                     ledger.append(ledger_row(READ_STAGE, r.drop, None, r.file, r.line, r.raw))
+                    read.dropped[r.drop.reason] += 1
                     continue
                 st.seen += 1
                 yield r
@@ -562,15 +579,19 @@ class LocalExecutor:
                 rows.append(item)
                 st.kept += 1
             if len(rows) >= self.pipeline.shard_size:
-                commit_shard(seg_dir, i, rows, ledger, {}, seg.schema)
+                commit_shard(seg_dir, i, rows, ledger, {}, seg)
                 progress.advance(task, len(rows) + len(ledger), len(ledger))
                 i, rows, ledger = i + 1, [], []
         if rows or ledger or i == 0:
-            commit_shard(seg_dir, i, rows, ledger, {}, seg.schema)
+            commit_shard(seg_dir, i, rows, ledger, {}, seg)
             progress.advance(task, len(rows) + len(ledger), len(ledger))
         st.out = st.kept
         st.time_s = time.perf_counter() - t0
-        _write_json(marker, {"stats": {stage.name: st.to_dict()}})
+        stats = {stage.name: st.to_dict()}
+        if seg.first:
+            read.kept = read.out = st.seen
+            stats = {READ_STAGE: read.to_dict(), **stats}
+        _write_json(marker, {"stats": stats})
 
 
 def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None = None) -> RunResult:

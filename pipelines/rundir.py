@@ -102,6 +102,7 @@ class RunDir:
 
         last = self.segment_dir(segments[-1].dirname)
         parts = sorted(last.glob("part-*[0-9].parquet"))
+        _unify_schemas(parts)
         if self.data_dir.exists():
             shutil.rmtree(self.data_dir)
         self.data_dir.mkdir(parents=True)
@@ -139,6 +140,18 @@ class RunDir:
             _link(part, self.ledger_dir / f"part-{i:05d}.parquet")
         if not parts:  # an empty table, so readers need no special case
             write_parquet(LEDGER_SCHEMA.empty_table(), self.ledger_dir / "part-00000.parquet", LEDGER_SCHEMA)
+
+
+def _unify_schemas(parts: list[Path]) -> None:
+    """Parts whose schema was inferred per shard can differ (a column all-null in one shard):
+    cast them to one schema so the dataset reads as one table."""
+    schemas = [pq.read_schema(p) for p in parts]
+    if len({s.remove_metadata() for s in schemas}) <= 1:
+        return
+    unified = pa.unify_schemas(schemas, promote_options="permissive")
+    for part, schema in zip(parts, schemas, strict=True):
+        if not schema.remove_metadata().equals(unified.remove_metadata()):
+            write_parquet(pq.read_table(part).cast(unified), part, unified)
 
 
 def _redacted(llm: Any) -> dict | None:

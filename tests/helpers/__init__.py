@@ -1,0 +1,1 @@
+"""Helpers for the test suite (importable by spawned worker processes: tests/ is on sys.path)."""
