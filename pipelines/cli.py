@@ -70,15 +70,15 @@ def run(
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME")],
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="override a config key: stage.key=value")] = [],  # noqa: B006
-    engine: Annotated[str, typer.Option(help="executor (local)")] = "local",
-    workers: Annotated[int | None, typer.Option(help="processes for CPU-bound stages")] = None,
+    engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
+    workers: Annotated[int | None, typer.Option(help="processes (local) / CPUs (ray) for CPU-bound stages")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
 ) -> None:
     """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
     if pipeline not in PIPELINES:
         fail(f"unknown pipeline {pipeline!r}; available: {', '.join(PIPELINES)}")
-    if engine != "local":
-        fail(f"unknown engine {engine!r}; available: local")
+    if engine not in ("local", "ray"):
+        fail(f"unknown engine {engine!r}; available: local, ray")
     cfg = load_config(config, set_)
     llm = None
     try:
@@ -92,6 +92,7 @@ def run(
     except Exception as e:  # pydantic errors in the llm section, bad numbers
         fail(f"invalid config: {str(e).splitlines()[0]}")
     options = RunOptions(
+        engine=engine,
         workers=workers or int(cfg.get("workers", 1)),
         progress=not quiet and sys.stderr.isatty(),
         seed=int(cfg.get("seed", 0)),

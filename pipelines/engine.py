@@ -39,7 +39,7 @@ from rlclimb.schemas.records import StageEvent
 from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats, exception_drop, ledger_row
 from .kvstore import KVStore
 from .progress import Progress
-from .readers import Rejected, parquet_shards
+from .readers import InputError, Rejected, parquet_shards
 from .rundir import RunDir
 from .stage import Drop, Keep, Record, Stage, StageContext
 
@@ -57,7 +57,8 @@ class Pipeline:
 
 @dataclass
 class RunOptions:
-    workers: int = 1  # processes for sync (CPU-bound) segments
+    engine: str = "local"  # "local": worker processes on this machine; "ray": Ray tasks (a cluster)
+    workers: int = 1  # processes (local) or CPUs to ask of a new local Ray instance (ray)
     progress: bool = True
     seed: int = 0
     llm: Any = None  # an LLMConfig; the run's LLMClient is built from it
@@ -441,6 +442,38 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+class RayPool:
+    """Ray tasks behind the `submit` interface of a process pool: the same shard function and
+    commit protocol, so both executors give the same records (the run dir must be shared storage)."""
+
+    def __init__(self, workers: int):
+        try:
+            import ray
+        except ImportError:
+            raise InputError("the ray engine needs Ray: pip install 'rlclimb[ray]'") from None
+        self._started = not ray.is_initialized()
+        if self._started:  # a local instance; connect to a cluster by starting Ray first (RAY_ADDRESS)
+            ray.init(num_cpus=max(workers, 1), include_dashboard=False, log_to_driver=False)
+        self._ray = ray
+        self._fn = ray.remote(_worker_shard)
+
+    def submit(self, fn, *args) -> cf.Future:
+        return self._fn.remote(*args).future()
+
+    def __enter__(self) -> RayPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._started:
+            self._ray.shutdown()
+
+
+def _pool(engine: str, workers: int):
+    if engine == "ray":
+        return RayPool(workers)
+    return cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
 # Worker processes keep their stages set up across shards (keyed by segment fingerprint).
 _WORKER_STATE: dict[str, ShardRunner] = {}
 
@@ -512,7 +545,7 @@ class LocalExecutor:
         task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
         workers = self.options.workers if not seg.is_async else 1
         shards = self._shards(seg)
-        if workers <= 1:
+        if workers <= 1 and (self.options.engine == "local" or seg.is_async):
             runner = None
             for i, items in enumerate(shards):
                 if (seg_dir / f"part-{i:05d}.done.json").exists():
@@ -529,7 +562,7 @@ class LocalExecutor:
         cache_path = str(self.run.stage_cache) if self.cache is not None else None
         in_flight = self.options.shards_in_flight or 2 * workers
         ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed)
-        with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with _pool(self.options.engine, workers) as pool:
             pending: set[cf.Future] = set()
             for i, items in enumerate(shards):
                 if (seg_dir / f"part-{i:05d}.done.json").exists():
