@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .definitions import PIPELINES, ConfigError
@@ -26,7 +27,7 @@ err_console = Console(stderr=True)
 
 def fail(message: str) -> None:
     """Bad invocation: one line on stderr, exit code 2, nothing written."""
-    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -100,7 +101,7 @@ def run(
     )
     try:
         result = run_pipeline(built, out, options)
-    except InputError as e:
+    except (InputError, ConfigError) as e:
         fail(str(e))
     if not quiet:
         print_status(out)
@@ -175,6 +176,40 @@ def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) 
     with resources.as_file(sample) as path:
         run(pipeline="qa-jsonl", inputs=[str(path)], out=out, config=None, set_=[], engine="local",
             workers=None, quiet=False)
+
+
+@app.command()
+def decontam(
+    benchmarks: Annotated[list[str], typer.Option("--benchmark", "-b", help="benchmark file (JSONL/Parquet/Arrow) or HF-layout directory (repeatable)")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input .jsonl[.gz] / .parquet file or directory (repeatable)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output directory: matches.jsonl, clean/, report.json")],
+    field: Annotated[str | None, typer.Option(help="question field of the inputs (default: auto-detect)")] = None,
+    benchmark_field: Annotated[str | None, typer.Option(help="question field of the benchmarks (default: auto-detect)")] = None,
+    matchers: Annotated[str, typer.Option(help="comma-separated: exact,minhash,vector")] = "exact,minhash,vector",
+    backend: Annotated[str, typer.Option(help="embedding backend: minilm, minilm-int8, static")] = "minilm",
+    minhash_threshold: Annotated[float | None, typer.Option(help="estimated Jaccard (default 0.5)")] = None,
+    vector_threshold: Annotated[float | None, typer.Option(help="cosine (default: the backend's)")] = None,
+    numbers: Annotated[str | None, typer.Option(help="number invariants: subset (default), exact, ignore")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Find benchmark items in inputs; write matches.jsonl and a clean copy of the inputs."""
+    from .decontam import run_decontam
+
+    settings: dict[str, Any] = {"matchers": [m.strip() for m in matchers.split(",") if m.strip()],
+                                "vector_backend": backend, "benchmark_field": benchmark_field}
+    for key, value in (("minhash_threshold", minhash_threshold), ("vector_threshold", vector_threshold), ("numbers", numbers)):
+        if value is not None:
+            settings[key] = value
+    log = None if quiet else (lambda msg: err_console.print(msg, highlight=False))
+    try:
+        report = run_decontam(benchmarks, inputs, out, field_name=field, log=log, **settings)
+    except InputError as e:
+        fail(str(e))
+    by = ", ".join(f"{k} {v:,}" for k, v in report["by_matcher"].items()) or "none"
+    console.print(f"{report['flagged']:,} of {report['records']:,} items match a benchmark ({by}); "
+                  f"matches in {out / 'matches.jsonl'}, clean copy in {out / 'clean'}", highlight=False)
+    if report["unreadable_count"]:
+        console.print(f"{report['unreadable_count']:,} unreadable lines left out of the clean copy (listed in {out / 'report.json'})")
 
 
 def main() -> None:

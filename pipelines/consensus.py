@@ -11,7 +11,7 @@ import copy
 import json
 from typing import Any
 
-from .stage import Drop, Keep, Record, Stage, StageContext
+from .stage import TRANSIENT_DROP_REASONS, Drop, Keep, Record, Stage, StageContext
 
 
 def default_vote(record: Record) -> str:
@@ -44,6 +44,13 @@ class Consensus(Stage):
     @property
     def is_async(self) -> bool:
         return self.inner.is_async
+
+    @property
+    def usage_tags(self) -> tuple[str, ...]:  # the inner runs' calls are this stage's cost
+        return (self.name, *self.inner.usage_tags)
+
+    def check(self, llm_config: Any) -> None:
+        self.inner.check(llm_config)
 
     def setup(self, ctx: StageContext) -> None:
         self.inner.setup(ctx)
@@ -100,6 +107,10 @@ class Consensus(Stage):
         best = max(groups, key=len)
         if len(best) < self.quorum:
             detail = f"{len(best)}/{self.n} agree, quorum {self.quorum}"
+            failed = [r for r in results if isinstance(r, Drop) and r.reason in TRANSIENT_DROP_REASONS]
+            if failed:  # a run that failed transiently is no evidence of disagreement: retry later
+                return Drop(failed[0].reason, f"{detail}; a run failed: {failed[0].detail}"[:500],
+                            model=model, votes=tuple(votes), cost=cost)
             return Drop("no_consensus", detail, model=model, votes=tuple(votes), cost=cost)
         winner = results[best[0]]
         if isinstance(winner, Drop):

@@ -41,7 +41,7 @@ from .kvstore import KVStore
 from .progress import Progress
 from .readers import InputError, Rejected, parquet_shards
 from .rundir import RunDir
-from .stage import Drop, Keep, Record, Stage, StageContext
+from .stage import TRANSIENT_DROP_REASONS, Drop, Keep, Record, Stage, StageContext
 
 
 @dataclass
@@ -224,7 +224,12 @@ class ShardRunner:
         llm = self.ctx.llm
         if llm is None:
             return {}
-        return dict(llm.usage_snapshot()["by_tag"].get(stage.name, {}))
+        by_tag = llm.usage_snapshot()["by_tag"]
+        total: dict[str, float] = {}
+        for tag in stage.usage_tags:
+            for k, v in by_tag.get(tag, {}).items():
+                total[k] = total.get(k, 0) + v
+        return total
 
     def _run_fused(self, stages: list[Stage], rows: list[Record], ledger: list[dict], stats: dict[str, StageStats]) -> list[Record]:
         """The hot loop for cheap CPU stages: each record goes through every stage in turn; only
@@ -374,7 +379,7 @@ def _rebase(res: Any, rec: Record) -> Any:
 
 def _is_transient(res: Any) -> bool:
     """Failures worth retrying on resume (endpoint down, rate limits) are not cached."""
-    return isinstance(res, Drop) and res.reason in {"llm_timeout", "llm_rate_limited", "llm_server_error", "llm_connection", "error"}
+    return isinstance(res, Drop) and res.reason in TRANSIENT_DROP_REASONS
 
 
 def _encode(res: Any) -> bytes:
@@ -629,6 +634,8 @@ class LocalExecutor:
 
 def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
+    for stage in pipeline.stages:  # configuration problems surface before anything is written
+        stage.check(options.llm)
     run = RunDir(Path(out))
     with run.lock():
         run.write_config(pipeline, options)

@@ -23,6 +23,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 Record = dict[str, Any]
+
+# Drop reasons that say nothing about the record (the endpoint was down, a bug raised): never
+# cached, so a resumed run retries them.
+TRANSIENT_DROP_REASONS = frozenset({"llm_timeout", "llm_rate_limited", "llm_server_error", "llm_connection", "error"})
 Kind = Literal["map", "filter", "expand", "global"]
 
 
@@ -46,6 +50,10 @@ class Keep:
     model: str | None = None
     votes: tuple[str, ...] = ()
     cost: float = 0.0
+
+
+class ConfigError(ValueError):
+    """Unusable configuration, found before anything is written (the CLI exits 2 with it)."""
 
 
 class StageConfig(BaseModel):
@@ -88,6 +96,11 @@ class Stage:
         self.config = self.Config(**{**(config or {}), **overrides})
 
     # -- contract ---------------------------------------------------------------------------
+    def check(self, llm_config: Any) -> None:
+        """Fail fast, before a run writes anything: raise ConfigError naming the problem and the
+        fix (e.g. an LLM method with no `llm:` section, a missing extra). `llm_config` is the
+        run's LLMConfig or None."""
+
     def setup(self, ctx: StageContext) -> None:
         """Load models, open resources. Called once per process before the first record."""
 
@@ -101,6 +114,11 @@ class Stage:
     @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.process)
+
+    @property
+    def usage_tags(self) -> tuple[str, ...]:
+        """LLM usage tags whose tokens and cost the funnel books to this stage."""
+        return (self.name,)
 
     @property
     def fingerprint(self) -> str:

@@ -5,10 +5,10 @@
   braces removed (x^{2} -> x^2), unicode superscripts and math symbols mapped to LaTeX, spaces
   around operators removed. Matchers compare these, so "$x^{2}-5x+6=0$" and "x^2 - 5x + 6 = 0"
   are the same text.
-- `numbers`: the problem's numbers as invariants (a sorted multiset of exact rationals:
-  "\\frac{1}{2}", "1/2", "0.5" and "one half" are one number). Two texts that differ only in their
-  numbers are distinct problems from one template, never duplicates; a light paraphrase keeps
-  its numbers. `numbers_compatible` applies that rule with a policy.
+- `numbers`: the problem's numbers as invariants (a sorted multiset of canonical spellings:
+  "\\frac{3}{4}" and "3/4", "007" and "7", "three" and "3" agree; "one" is read as an article, so
+  "a train" and "one train" agree). Two texts that differ only in their numbers are distinct
+  problems from one template, never duplicates; a light paraphrase keeps its numbers. `numbers_compatible` applies that rule with a policy.
 """
 
 from __future__ import annotations
@@ -18,97 +18,109 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from fractions import Fraction
 from typing import Literal
 
 NumberPolicy = Literal["exact", "subset", "ignore"]
 
-_SUPERSCRIPTS = str.maketrans({"⁰": "^0", "¹": "^1", "²": "^2", "³": "^3", "⁴": "^4", "⁵": "^5",
-                               "⁶": "^6", "⁷": "^7", "⁸": "^8", "⁹": "^9"})
-# Before NFKC, which would turn "x²" into "x2" and lose the exponent.
-_SYMBOLS = str.maketrans({"×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "≤": "\\le ",
-                          "≥": "\\ge ", "≠": "\\ne ", "π": "\\pi ", "∞": "\\infty ", "√": "\\sqrt ",
-                          "°": "^\\circ ", "½": "1/2", "¼": "1/4", "¾": "3/4"})
-_COMMAND_SYNONYMS = [
-    (re.compile(r"\\[dt]frac\b"), r"\\frac"),
-    (re.compile(r"\\leq?slant\b|\\leq\b"), r"\\le"),
-    (re.compile(r"\\geq?slant\b|\\geq\b"), r"\\ge"),
-    (re.compile(r"\\neq\b"), r"\\ne"),
-    (re.compile(r"\\(?:cdot|times|ast)\b"), "*"),
-    (re.compile(r"\\div\b"), "/"),
-    (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle)\b"), ""),
-    (re.compile(r"\\(?:text|mathrm|textrm|textbf|mathbf|mathit|textit|operatorname|mbox)\s*\{([^{}]*)\}"), r" \1 "),
-]
-_DELIMITERS = re.compile(r"\$\$?|\\[()\[\]]")
-_SPACING = re.compile(r"\\[,;:! ]|\\(?:q?quad|thinspace|medspace|thickspace|enspace)\b|~")
-_SINGLE_BRACE = re.compile(r"([\^_])\{(\\?\w+|[^{}\s])\}")  # x^{2} -> x^2, a_{n} -> a_n
+_UNICODE = str.maketrans({
+    # superscripts before NFKC, which would turn "x²" into "x2" and lose the exponent
+    "⁰": "^0", "¹": "^1", "²": "^2", "³": "^3", "⁴": "^4", "⁵": "^5", "⁶": "^6", "⁷": "^7", "⁸": "^8",
+    "⁹": "^9", "×": "*", "·": "*", "⋅": "*", "÷": "/", "−": "-", "–": "-", "≤": "\\le ", "≥": "\\ge ",
+    "≠": "\\ne ", "π": "\\pi ", "∞": "\\infty ", "√": "\\sqrt ", "°": "^\\circ ", "½": "1/2",
+    "¼": "1/4", "¾": "3/4", "\u00a0": " "})
+# One pass over LaTeX: delimiters and spacing become a space, synonyms one command, sizing goes.
+_LATEX_WORDS = {"dfrac": "\\frac", "tfrac": "\\frac", "leq": "\\le", "leqslant": "\\le", "geq": "\\ge",
+                "geqslant": "\\ge", "neq": "\\ne", "cdot": "*", "times": "*", "ast": "*", "div": "/",
+                "left": "", "right": "", "bigl": "", "bigr": "", "Bigl": "", "Bigr": "", "big": "",
+                "Big": "", "displaystyle": "", "textstyle": "", "quad": " ", "qquad": " ",
+                "thinspace": " ", "medspace": " ", "thickspace": " ", "enspace": " "}
+_LATEX = re.compile(r"\\(?:text|mathrm|textrm|textbf|mathbf|mathit|textit|operatorname|mbox)\s*\{([^{}]*)\}"
+                    r"|\\(" + "|".join(sorted(_LATEX_WORDS, key=len, reverse=True)) + r")(?![a-zA-Z])"
+                    r"|\$\$?|\\[()\[\],;:! ]|~")
 _FRAC_DIGITS = re.compile(r"\\frac\s*(\d)\s*(\d)")  # \frac12 -> \frac{1}{2}
-_WS = re.compile(r"\s+")
-_OP_SPACE = re.compile(r"\s*([^\w\s\\])\s*")  # spaces around operators and punctuation carry nothing
+_SINGLE_BRACE = re.compile(r"([\^_])\{(\\?\w+|[^{}\s])\}")  # x^{2} -> x^2, a_{n} -> a_n
+# spaces next to an operator or punctuation carry nothing: "x ^ 2 + 1" == "x^2+1"
+_OPERATORS = [c for c in string.punctuation if c != "\\"]
 _PUNCT = str.maketrans("", "", string.punctuation.replace("\\", "").replace("^", "").replace("_", ""))
+
+
+def _latex_repl(m: re.Match) -> str:
+    if m.group(1) is not None:  # \text{...}: keep the words
+        return f" {m.group(1)} "
+    if m.group(2) is not None:
+        return _LATEX_WORDS[m.group(2)]
+    return " "
 
 
 def canonical_text(text: str, *, lowercase: bool = True, latex: bool = True, punctuation: bool = False) -> str:
     """The matching form of a text (see module doc). `punctuation=True` also drops ASCII
     punctuation other than ^ _ \\ (aggressive: "2-3" == "23")."""
-    text = unicodedata.normalize("NFKC", text.translate(_SUPERSCRIPTS).translate(_SYMBOLS))
-    if latex:
-        text = _DELIMITERS.sub(" ", text)
-        text = _SPACING.sub(" ", text)
-        for pattern, repl in _COMMAND_SYNONYMS:
-            text = pattern.sub(repl, text)
-        text = _FRAC_DIGITS.sub(r"\\frac{\1}{\2}", text)
-        text = _SINGLE_BRACE.sub(r"\1\2", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text.translate(_UNICODE))
+    if latex and ("\\" in text or "$" in text or "~" in text):
+        text = _LATEX.sub(_latex_repl, text)
+        if "\\frac" in text:
+            text = _FRAC_DIGITS.sub(r"\\frac{\1}{\2}", text)
+        if "{" in text:
+            text = _SINGLE_BRACE.sub(_unbrace, text)
     if lowercase:
         text = text.lower()
     if punctuation:
         text = text.translate(_PUNCT)
-    text = _WS.sub(" ", text).strip()
-    return _OP_SPACE.sub(r"\1", text) if latex else text
+    text = " ".join(text.split())
+    if latex:  # str.replace per operator present: 3x faster than one regex with lookarounds
+        for op in _OPERATORS:
+            if op in text:
+                text = text.replace(" " + op, op).replace(op + " ", op)
+        if " \\" in text:  # "a \le b" == "a\le b" (the space after a command name does matter)
+            text = text.replace(" \\", "\\")
+    return text
+
+
+def _unbrace(m: re.Match) -> str:
+    return m.group(1) + m.group(2)
 
 
 # ---- numbers as invariants ---------------------------------------------------------------------
 
-_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-               "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12, "half": Fraction(1, 2),
-               "squared": 2, "cubed": 3})
-_WORD_RE = re.compile(r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
-_LATEX_FRAC = re.compile(r"\\frac\s*\{\s*(\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
+_WORDS = {w: str(i) for i, w in enumerate(
+    "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split()) if w != "_"}  # "one" is mostly an article
+_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80",
+               "ninety": "90", "hundred": "100", "thousand": "1000", "dozen": "12", "half": "1/2",
+               "squared": "2", "cubed": "3"})
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)?")
+_LATEX_FRAC = re.compile(r"\\frac\{(\d+(?:\.\d+)?)\}\{(\d+(?:\.\d+)?)\}")
 _THOUSANDS = re.compile(r"\b\d{1,3}(?:,\d{3})+(?![\d,])")
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?")
+_LETTERS = re.compile(r"[a-z]+")
 
 
-def numbers(text: str) -> tuple[str, ...]:
-    """The numbers a text states, as a sorted multiset of canonical rationals ("1/2", "6", ...).
+def _canonical_number(token: str) -> str:
+    """"007" -> "7", "2.50" -> "2.5", "3/4" stays: spelling variants of one number agree."""
+    num, _, den = token.partition("/")
+    if "." in num:
+        num = num.rstrip("0").rstrip(".") or "0"
+    num = num.lstrip("0") or "0" if not num.startswith("0.") else num
+    return f"{num}/{_canonical_number(den)}" if den else num
+
+
+def numbers(text: str, *, canonical: bool = False) -> tuple[str, ...]:
+    """The numbers a text states, as a sorted multiset of canonical spellings ("7", "2.5", "3/4").
 
     Magnitudes only: in "x^2 - 5x" the minus is an operator, so signs are not part of a number.
-    Thousands separators ("1,000") are read as one number; number words up to twenty, the tens,
-    "hundred", "dozen", "half", "squared" and "cubed" count as their numbers."""
-    text = canonical_text(text)  # one spelling first: x_{1} and x_1 must agree
-    found: list[Fraction] = []
-
-    def take_frac(m: re.Match) -> str:
-        found.append(Fraction(m.group(1)) / Fraction(m.group(2)) if float(m.group(2)) else Fraction(m.group(1)))
-        return " "
-
-    def take_word(m: re.Match) -> str:
-        found.append(Fraction(_WORDS[m.group(1).lower()]))
-        return " "
-
-    text = _LATEX_FRAC.sub(take_frac, text)
-    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
-    text = _WORD_RE.sub(take_word, text)
-    for num, den in _NUMBER.findall(text):
-        value = Fraction(num)
-        if den and Fraction(den):
-            value /= Fraction(den)
-        elif den:
-            found.append(Fraction(den))
-        found.append(value)
-    return tuple(sorted(str(f) for f in found))
+    "\\frac{3}{4}" and "3/4" agree; "1,000" is one number; number words up to twenty, the tens,
+    "hundred", "dozen", "half", "squared" and "cubed" count as their numbers. `canonical=True`:
+    `text` already is `canonical_text(text)` (saves a second normalization)."""
+    if not canonical:
+        text = canonical_text(text)  # one spelling first: x_{1} and x_1 must agree
+    if "\\frac" in text:
+        text = _LATEX_FRAC.sub(r" \1/\2 ", text)
+    if "," in text:
+        text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    found = [_canonical_number(t) for t in _NUMBER.findall(text)]
+    found += [_WORDS[w] for w in _LETTERS.findall(text) if w in _WORDS]
+    found.sort()
+    return tuple(found)
 
 
 def numbers_compatible(a: tuple[str, ...], b: tuple[str, ...], policy: NumberPolicy) -> bool:

@@ -78,6 +78,7 @@ EXPECTED_FUNNEL = {
     "normalize": (12, 12, {}),
     "validate": (12, 9, {"empty_question": 1, "question_too_short": 1, "encoding_damage": 1}),
     "dedup_exact": (9, 6, {"duplicate_exact": 3}),
+    "dedup_minhash": (6, 6, {}),
 }
 
 
@@ -120,7 +121,7 @@ def test_run_qa_jsonl_end_to_end(tmp_path, inputs):
     assert json.loads(rows[0]["meta"]) == {"subject": "math"}
     assert rows[2]["solution"] == "It is Paris." and json.loads(rows[2]["meta"]) == {}
     trail = json.loads(pq.read_schema(sorted((out / "data").glob("*.parquet"))[0]).metadata[b"rlclimb.stages"])
-    assert [t["name"] for t in trail] == ["import", "normalize", "validate", "dedup_exact"]
+    assert [t["name"] for t in trail] == ["import", "normalize", "validate", "dedup_exact", "dedup_minhash"]
 
     ledger = ledger_rows(out)
     assert sorted((r["stage"], r["reason"], names[r["file"]], r["line"]) for r in ledger) == EXPECTED_LEDGER
@@ -294,20 +295,22 @@ def test_demo(tmp_path):
     res = cli("demo", "--out", out)
     assert res.exit_code == 0, res.output
     stats = json.loads((out / "stats.json").read_text())
-    assert (stats["records"], stats["drops"]) == (25, 6)
+    assert (stats["records"], stats["drops"]) == (25, 7)
     assert stats_funnel(stats) == {
-        "read": (31, 29, {"bad_json": 1, "not_an_object": 1}),
-        "import": (29, 28, {"missing_answer": 1}),
-        "normalize": (28, 28, {}),
-        "validate": (28, 27, {"empty_question": 1}),
-        "dedup_exact": (27, 25, {"duplicate_exact": 2}),
+        "read": (32, 30, {"bad_json": 1, "not_an_object": 1}),
+        "import": (30, 29, {"missing_answer": 1}),
+        "normalize": (29, 29, {}),
+        "validate": (29, 28, {"empty_question": 1}),
+        "dedup_exact": (28, 26, {"duplicate_exact": 2}),
+        "dedup_minhash": (26, 25, {"duplicate_minhash": 1}),
     }
     rows = data_rows(out)
     assert len(rows) == 25 and len({r["id"] for r in rows}) == 25
     assert rows[0]["question"] == "What is the derivative of $x^3 + 2x$ with respect to $x$?"
     assert next(r["answer"] for r in rows if "hexagon" in r["question"]) == "720"
     assert Counter(r["reason"] for r in ledger_rows(out)) == Counter(
-        {"bad_json": 1, "not_an_object": 1, "missing_answer": 1, "empty_question": 1, "duplicate_exact": 2})
+        {"bad_json": 1, "not_an_object": 1, "missing_answer": 1, "empty_question": 1, "duplicate_exact": 2,
+         "duplicate_minhash": 1})
     assert "dedup_exact" in res.stdout and "25 records" in " ".join(res.stdout.split())
 
 

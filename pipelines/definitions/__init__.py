@@ -12,11 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..engine import Pipeline
-from ..stage import Stage
-
-
-class ConfigError(Exception):
-    """Unusable configuration: the CLI prints it on one line and exits 2."""
+from ..stage import ConfigError, Stage
 
 
 def configure(stage_classes: list[type[Stage]], sections: dict[str, Any]) -> list[Stage]:
@@ -42,6 +38,27 @@ def _qa_jsonl(inputs: list[str], sections: dict[str, Any], shard_size: int) -> P
     return build(inputs, sections, shard_size)
 
 
+def _stem_curate(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .stem_curate import build
+
+    return build(inputs, sections, shard_size)
+
+
+def _textbook_pdf(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .textbook_pdf import build
+
+    return build(inputs, sections, shard_size)
+
+
+def _qa_markdown(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .qa_markdown import build
+
+    return build(inputs, sections, shard_size)
+
+
 PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
     "qa-jsonl": _qa_jsonl,
+    "stem-curate": _stem_curate,
+    "textbook-pdf": _textbook_pdf,
+    "qa-markdown": _qa_markdown,
 }

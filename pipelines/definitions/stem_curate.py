@@ -1,0 +1,89 @@
+"""stem-curate: QA items -> curated, verifiable, typed and topic-labeled QA items (SPEC.md section 2.3).
+
+Input: a QA dataset as Parquet (e.g. a previous run's `data/` directory), or QA dumps as JSONL,
+which are imported, normalized and validated first (the qa-jsonl stages).
+Stages, cheap rules first and the embedding-bound taxonomy last:
+  cleanup -> question_type -> verifiable -> pii -> evergreen -> convert -> leakage -> taxonomy
+Each stage has `method: embedded` (default, no model) or `method: llm`; with `llm`, conversion runs
+`convert.runs` times (3) behind a consensus stage. `<stage>.enabled=false` leaves a stage out.
+`qa-jsonl` appends the same stages with `--set curate=true`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlclimb.stages.curate_cleanup import CleanupStage
+from rlclimb.stages.curate_convert import ConvertStage, with_consensus
+from rlclimb.stages.curate_evergreen import EvergreenStage
+from rlclimb.stages.curate_leakage import LeakageStage
+from rlclimb.stages.curate_pii import PIIStage
+from rlclimb.stages.curate_qtype import QuestionTypeStage
+from rlclimb.stages.curate_taxonomy import TaxonomyError, TaxonomyStage
+from rlclimb.stages.curate_verifiable import VerifiableStage
+
+from ..engine import Pipeline
+from ..readers import InputError, ParquetReader
+from ..stage import Stage
+from . import ConfigError, configure
+
+CURATE_STAGES = [CleanupStage, QuestionTypeStage, VerifiableStage, PIIStage, EvergreenStage, ConvertStage,
+                 LeakageStage, TaxonomyStage]
+CURATE_NAMES = {cls.name for cls in CURATE_STAGES}
+
+
+def split_sections(sections: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(other stages' sections, curation stages' sections)."""
+    other = {k: v for k, v in sections.items() if k not in CURATE_NAMES}
+    return other, {k: v for k, v in sections.items() if k in CURATE_NAMES}
+
+
+def curation_stages(sections: dict[str, Any]) -> list[Stage]:
+    """The configured curation stages in order, disabled ones left out, conversion behind consensus."""
+    sections = {k: dict(v or {}) for k, v in sections.items()}
+    enabled = {name: sections.get(name, {}).pop("enabled", True) for name in CURATE_NAMES}
+    for name, flag in enabled.items():
+        if not isinstance(flag, bool):
+            raise ConfigError(f"config {name}.enabled: expected true or false, got {flag!r}")
+    stages = configure([cls for cls in CURATE_STAGES if enabled[cls.name]],
+                       {k: v for k, v in sections.items() if enabled.get(k, True)})
+    for st in stages:
+        if isinstance(st, TaxonomyStage):
+            try:
+                st.fingerprint  # noqa: B018  # reads the taxonomy file: a bad one fails before the run
+            except TaxonomyError as e:
+                raise ConfigError(str(e)) from None
+    return [with_consensus(st) if isinstance(st, ConvertStage) else st for st in stages]
+
+
+def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
+    parquet = [p for p in inputs if str(p).endswith(".parquet") or _is_parquet_dir(p)]
+    if sections.get("curate", True) is not True:
+        raise ConfigError(f"config curate: stem-curate always curates (got {sections['curate']!r}); `curate` is a qa-jsonl option")
+    sections = {k: v for k, v in sections.items() if k != "curate"}
+    if not parquet:  # JSONL dumps: qa-jsonl's import, normalize, validate, dedup, then curation
+        from .qa_jsonl import build as qa_jsonl
+
+        pipeline = qa_jsonl(inputs, {**sections, "curate": True}, shard_size)
+        pipeline.name = "stem-curate"
+        return pipeline
+    if len(parquet) != len(inputs):
+        raise InputError("stem-curate reads either Parquet QA datasets or JSONL dumps, not both in one run")
+    other, curate = split_sections(sections)
+    if other:
+        raise ConfigError(f"unknown stage section(s) {sorted(other)}; this pipeline's stages: {sorted(CURATE_NAMES)}")
+    stages = curation_stages(curate)
+    return Pipeline(
+        name="stem-curate",
+        reader=ParquetReader(inputs),
+        stages=stages,
+        config={s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in stages},
+        shard_size=shard_size,
+    )
+
+
+def _is_parquet_dir(path: str) -> bool:
+    from pathlib import Path
+
+    p = Path(path)
+    return p.is_dir() and any(p.rglob("*.parquet")) and not any(p.rglob("*.jsonl*"))

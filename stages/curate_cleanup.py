@@ -1,0 +1,147 @@
+"""Cleanup: strip non-problem text and external references; flag items that depend on a figure
+or on another exercise.
+
+Stripped (embedded): leading labels ("Exercise 3.2.", "Problem 5:"), point values ("(5 points)"),
+competition attributions ("(AMC 2019)"), parenthetical references ("(see Example 3)", "(cf.
+Figure 2)"), "Source: ..." lines and URLs. Flagged, then dropped or tagged by `on_figure` /
+`on_external`: questions that need a figure, table or image they do not contain
+(`needs_figure`), and questions that lean on another exercise, example or part
+(`external_reference`).
+The LLM path rewrites the question the same way; a rewrite whose numbers are not all in the
+original is rejected (`cleanup_changed_problem`): cleanup may remove text, never change the problem.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pydantic import BaseModel
+
+from rlclimb.pipelines.stage import Drop, Keep, Record, StageContext
+
+from .curate_common import Action, CurateConfig, CurateStage, flag, kept, mask_math
+from .text_keys import numbers
+
+_REF_NOUN = r"(?:example|exercise|problem|question|section|chapter|theorem|lemma|corollary|definition|proposition|table|equation|eq\.|figure|fig\.|page|p\.|appendix)"
+_EXT_NOUN = r"(?:example|exercise|problem|question|section|chapter|equation|eq\.|page|p\.|appendix)"  # figures: needs_figure
+_LEADING_LABEL = re.compile(
+    r"^\s*(?:\*\*)?(?:(?:problem|exercise|question|example|ex\.|prob\.|q)\s*\d+(?:\.\d+)*[a-z]?\s*(?:\*\*)?\s*[:.)\-]?"
+    r"|\d+(?:\.\d+)+[a-z]?\s*[:.)])\s*(?:\*\*)?\s*",  # a bare "3.2" needs its delimiter: "3.5 kg" is data
+    re.I,
+)
+_LEADING_NUMBER = re.compile(r"^\s*\(?\d{1,3}[a-z]?[.)]\s+(?=[A-Z$\\])")
+_POINTS = re.compile(r"\s*[\(\[]\s*\d+(?:\.\d+)?\s*(?:points?|pts?\.?|marks?|p)\s*[\)\]]", re.I)
+_COMPETITIONS = r"(?:AMC|AIME|IMO|USAMO|USAJMO|Putnam|HMMT|ARML|AoPS|MATHCOUNTS|BMO|CMO|APMO|Olympiad|IOI|IPhO|IChO)"
+_ATTRIBUTION = re.compile(rf"\s*[\(\[]\s*(?:source:?\s*|from\s+|adapted\s+from\s+)?{_COMPETITIONS}[^()\[\]]{{0,40}}[\)\]]", re.I)
+_PAREN_REF = re.compile(rf"\s*\(\s*(?:see|cf\.?|compare|refer\s+to|as\s+in|recall)\s+(?:also\s+)?(?:the\s+)?{_REF_NOUN}[^()]{{0,60}}\)", re.I)
+_SOURCE_LINE = re.compile(r"^\s*(?:source|reference|credit|from)\s*:.*$", re.I | re.M)
+_URL = re.compile(r"\s*\(?https?://\S+\)?")
+_HINT_REF = re.compile(rf"\s*\bhint\s*:\s*(?:see|use|recall)\s+(?:the\s+)?{_REF_NOUN}\s*[\w.\-]+\.?", re.I)
+
+_FIGURE = re.compile(
+    r"\b(?:in|from|of|on|using|use|to|see|consider)\s+the\s+(?:accompanying\s+|following\s+|given\s+|adjacent\s+)?(?:figure|diagram|picture|image|drawing|illustration|photo|sketch)\b"
+    r"|\bthe\s+(?:\w+\s+)?(?:figure|diagram|picture|image|graph|table|circuit|chart|plot)\s+(?:below|above|shown|given|provided|on\s+the\s+right|on\s+the\s+left)\b"
+    r"|\b(?:from|in|on|using|read\s+off)\s+the\s+(?:graph|chart|plot)\b(?!\s+(?:of|with|that|whose|G\b))"
+    r"|\b(?:as|is|are)\s+shown\s+(?:in|below|above|at\s+right)?|\bshown\s+(?:below|above|in\s+the\s+(?:figure|diagram|graph))"
+    r"|\b(?:figure|fig\.)\s*\d+(?:\.\d+)*\b|\[(?:image|figure|diagram)[^\]]*\]|<img\b|!\[[^\]]*\]\(|\bthe\s+following\s+(?:figure|diagram|graph|picture)\b",
+    re.I,
+)
+_TABLE_PRESENT = re.compile(r"^\s*\|.*\|\s*$|\\begin\{(?:tabular|array)\}", re.M)
+_EXTERNAL = re.compile(
+    rf"\b(?:in|from|of|using|use|by|repeat|extend|generalize|continue|recall|see|as\s+in|modify)\s+(?:the\s+(?:result|answer|method|data|setup|function|situation)s?\s+(?:of|from|in)\s+)?{_EXT_NOUN}\s*\d+(?:\.\d+)*[a-z]?\b"
+    r"|\b(?:the|this)\s+(?:worked|previous|preceding|above|last|earlier)\s+(?:example|exercise|problem|solution)\b|\bin\s+the\s+(?:worked\s+)?example\b"
+    r"|\b(?:previous|preceding|last|above|prior)\s+(?:problem|exercise|question|example|part)\b"
+    r"|\b(?:your|the)\s+(?:answer|result)s?\s+(?:to|from|of|in)\s+(?:part|problem|exercise|question)\b"
+    r"|\bin\s+part\s+\(?[a-h]\)?|\bfrom\s+part\s+\(?[a-h]\)?",
+    re.I,
+)
+
+
+def strip_non_problem(text: str) -> str:
+    t = _SOURCE_LINE.sub("", text)
+    t = _URL.sub("", t)
+    t = _HINT_REF.sub("", t)
+    t = _PAREN_REF.sub("", t)
+    t = _ATTRIBUTION.sub("", t)
+    t = _POINTS.sub("", t)
+    t = _LEADING_LABEL.sub("", t, count=1)
+    t = _LEADING_NUMBER.sub("", t, count=1)
+    t = re.sub(r"[ \t]+([.,;:?])", r"\1", t)
+    t = re.sub(r"[ \t]{2,}", " ", t)
+    return re.sub(r"\n{3,}", "\n\n", t).strip()
+
+
+def needs_figure(text: str) -> str | None:
+    m = _FIGURE.search(mask_math(text))
+    if not m:
+        return None
+    if re.search(r"\btable\b", m.group(0), re.I) and _TABLE_PRESENT.search(text):
+        return None  # the table is in the text
+    return m.group(0)
+
+
+def external_reference(text: str) -> str | None:
+    m = _EXTERNAL.search(mask_math(text))
+    return m.group(0) if m else None
+
+
+class CleanupConfig(CurateConfig):
+    on_figure: Action = "drop"  # tag keeps the item with a `needs_figure` tag (e.g. when images travel with it)
+    on_external: Action = "drop"
+    min_chars: int = 8  # a question shorter than this after cleanup is dropped (`empty_after_cleanup`)
+
+
+class CleanupReply(BaseModel):
+    question: str
+    depends_on_figure: bool
+    depends_on_other_problem: bool
+
+
+PROMPT = """Clean this exam question for a training set. Remove only text that is not part of the \
+problem: numbering and labels, point values, source or competition attributions, URLs, and \
+references to other material such as "(see Example 3)". Do not change anything else: keep every \
+number, formula and condition exactly as written, and do not solve it.
+Also say whether the question cannot be solved without a figure, diagram, image or table that is \
+not included in its text, and whether it depends on another problem, example or part.
+
+Question:
+{question}
+
+Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_on_other_problem": true/false}}"""
+
+
+class CleanupStage(CurateStage):
+    name = "cleanup"
+    version = "1"
+    Config = CleanupConfig
+
+    def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
+        cleaned = strip_non_problem(record["question"])
+        figure = needs_figure(cleaned)
+        external = external_reference(cleaned)
+        return self._finish(record, cleaned, figure and f"mentions {figure!r}", external and f"mentions {external!r}")
+
+    async def llm(self, record: Record, ctx: StageContext) -> Keep | Drop | Record:
+        reply, completion = await self.ask(ctx, PROMPT.format(question=record["question"]), CleanupReply)
+        added = Counter(numbers(reply.question)) - Counter(numbers(record["question"]))
+        if added:
+            return Drop("cleanup_changed_problem", f"the rewrite has numbers the original lacks: {sorted(added)[:5]}",
+                        model=completion.model, cost=completion.cost)
+        result = self._finish(record, reply.question.strip(), "model: needs a figure" if reply.depends_on_figure else None,
+                              "model: depends on another problem" if reply.depends_on_other_problem else None)
+        if isinstance(result, Drop):
+            return Drop(result.reason, result.detail, model=completion.model, cost=completion.cost)
+        return kept(result, completion)
+
+    def _finish(self, record: Record, cleaned: str, figure: str | None, external: str | None) -> Record | Drop:
+        if len(cleaned) < self.config.min_chars:
+            return Drop("empty_after_cleanup", f"{len(cleaned)} chars left of {len(record['question'])}")
+        record["question"] = cleaned
+        for reason, hit, action in (("needs_figure", figure, self.config.on_figure),
+                                    ("external_reference", external, self.config.on_external)):
+            if hit:
+                result = flag(record, action, reason, hit)
+                if isinstance(result, Drop):
+                    return result
+        return record

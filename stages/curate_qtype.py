@@ -1,0 +1,167 @@
+"""Question type: open-ended, multiple-choice (options parsed), proof, or true/false.
+
+Sets `question_type`, `choices` (option contents, in label order) and `answer_type`. A
+multiple-choice answer is stored as its option letter ("B"), whatever form the dump used ("B",
+"(b)", "B) 4" or the option's content "4"); a multiple-choice item whose answer names no option
+is dropped (`choice_answer_unresolved`): its ground truth cannot be checked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from rlclimb.environments.answer_check import boolean_value, choice_index, infer_answer_type
+from rlclimb.pipelines.stage import Drop, Record, StageContext
+
+from .curate_common import CurateConfig, CurateStage, kept
+
+QuestionType = Literal["open", "multiple_choice", "proof", "true_false"]
+
+# Options on their own lines: "A. 3", "(B) 4", "c) 5", "[D] 6".
+_LINE_OPTION = re.compile(r"^\s*[\(\[]?([A-Ha-h])[\)\].:]\s*(.+?)\s*$")
+# Inline options "(A) 3 (B) 4 (C) 5" or "A) 3  B) 4": a label then text up to the next label.
+_INLINE_LABEL = re.compile(r"(?:(?<=\s)|^)(?:\(([A-Ha-h])\)|([A-H])[\).:])\s+")
+_TF_QUESTION = re.compile(
+    r"^\s*(?:true\s+or\s+false|t\s*/\s*f|true\s*/\s*false)\b|\b(?:true\s+or\s+false|t\s*/\s*f|true\s*/\s*false)\s*[?.:)]?\s*$"
+    r"|\b(?:state|determine|decide)\s+whether\b.*\b(?:true|false)\b|\bis\s+(?:it|this|the\s+following(?:\s+statement)?)\s+true\b",
+    re.I | re.S,
+)
+_YES_NO_START = re.compile(r"^\s*(?:is|are|does|do|did|can|could|will|would|has|have|was|were|should|must)\b", re.I)
+_PROOF = re.compile(
+    r"\b(?:prove|show|demonstrate|establish|verify|justify|argue)\s+that\b|^\s*prove\b|\bgive\s+an?\s+(?:proof|argument)\b"
+    r"|\bprove\s+(?:or\s+disprove|the\s+following|by\s+induction)\b|\bderive\s+(?:the|an?)\b",
+    re.I,
+)
+_COMPUTE_ASK = re.compile(
+    r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for)\b", re.I
+)
+
+
+def split_options(question: str) -> tuple[str, list[str]]:
+    """(stem, option contents) when the question lists lettered options A, B, ... in order;
+    (question, []) otherwise."""
+    lines = question.split("\n")
+    # options on their own lines: the longest run of consecutive A, B, C... lines
+    for start in range(len(lines)):
+        m = _LINE_OPTION.match(lines[start])
+        if not m or m.group(1).upper() != "A":
+            continue
+        options, i = [], start
+        while i < len(lines) and (m := _LINE_OPTION.match(lines[i])) and m.group(1).upper() == chr(65 + len(options)):
+            options.append(m.group(2))
+            i += 1
+        if len(options) >= 2:
+            stem = "\n".join(lines[:start] + lines[i:]).strip()
+            return stem, options
+    # inline options: labels A, B, C... in order, each followed by its text
+    labels = [m for m in _INLINE_LABEL.finditer(question)]
+    for k, m in enumerate(labels):
+        if (m.group(1) or m.group(2)).upper() != "A":
+            continue
+        run = [m]
+        for nxt in labels[k + 1 :]:
+            if (nxt.group(1) or nxt.group(2)).upper() == chr(65 + len(run)):
+                run.append(nxt)
+        if len(run) >= 2 and all(bool(r.group(1)) == bool(m.group(1)) for r in run):
+            options = [question[a.end() : b.start()].strip(" ,;\n") for a, b in zip(run, run[1:], strict=False)]
+            options.append(question[run[-1].end() :].strip(" ,;.\n"))
+            if all(options) and all(len(o) < 300 for o in options):
+                return question[: m.start()].strip(), options
+    return question, []
+
+
+def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
+    """The embedded rules: options first, then true/false, then proof, else open."""
+    stem, options = split_options(question)
+    if options:
+        return "multiple_choice", options
+    if _TF_QUESTION.search(question):
+        return "true_false", []
+    if _YES_NO_START.match(question) and boolean_value(answer) is not None:
+        return "true_false", []
+    proof = _PROOF.search(question)
+    if proof and not _COMPUTE_ASK.search(question[proof.end() :]):
+        return "proof", []
+    return "open", []
+
+
+def _canonical_boolean(answer: str, question: str) -> str:
+    value = boolean_value(answer)
+    if value is None:
+        return answer
+    if re.search(r"\b(?:true|false)\b", question, re.I):
+        return "True" if value else "False"
+    return "Yes" if value else "No"
+
+
+class QuestionTypeReply(BaseModel):
+    question_type: QuestionType
+    choices: list[str] = Field(default_factory=list, description="option contents in order, without labels")
+    correct_choice: str | None = Field(None, description="letter of the correct option (multiple choice only)")
+
+    @model_validator(mode="after")
+    def _choices_make_sense(self) -> QuestionTypeReply:
+        if self.question_type == "multiple_choice":
+            if len(self.choices) < 2:
+                raise ValueError("a multiple-choice question needs at least 2 choices")
+            letter = (self.correct_choice or "").strip().strip("()").upper()[:1]
+            if not letter or not 0 <= ord(letter) - 65 < len(self.choices):
+                raise ValueError(f"correct_choice must be a letter A..{chr(64 + len(self.choices))}")
+            self.correct_choice = letter
+        return self
+
+
+PROMPT = """Classify this exam question.
+question_type: "multiple_choice" if it lists options to choose from; "true_false" if it asks \
+whether a statement is true (or a yes/no question); "proof" if it asks to prove or show a \
+statement; "open" otherwise.
+For multiple_choice, list the option contents in order (without their labels) and give the \
+letter of the correct option, using the reference answer.
+
+Question:
+{question}
+
+Reference answer:
+{answer}
+
+Reply with JSON: {{"question_type": ..., "choices": [...], "correct_choice": "A" or null}}"""
+
+
+class QuestionTypeConfig(CurateConfig):
+    pass
+
+
+class QuestionTypeStage(CurateStage):
+    name = "question_type"
+    version = "1"
+    Config = QuestionTypeConfig
+
+    def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
+        qtype, choices = classify(record["question"], record["answer"])
+        return self._apply(record, qtype, choices, None)
+
+    async def llm(self, record: Record, ctx: StageContext):
+        reply, completion = await self.ask(ctx, PROMPT.format(question=record["question"], answer=record["answer"]),
+                                           QuestionTypeReply)
+        result = self._apply(record, reply.question_type, reply.choices, reply.correct_choice)
+        return result if isinstance(result, Drop) else kept(result, completion)
+
+    def _apply(self, record: Record, qtype: QuestionType, choices: list[str], letter: str | None) -> Record | Drop:
+        record["question_type"] = qtype
+        record["choices"] = list(choices) if qtype == "multiple_choice" else []
+        if qtype == "multiple_choice":
+            idx = ord(letter) - 65 if letter else choice_index(record["answer"], choices)
+            if idx is None:
+                return Drop("choice_answer_unresolved",
+                            f"answer {record['answer'][:80]!r} names none of {len(choices)} options")
+            record["answer"] = chr(65 + idx)
+        elif qtype == "true_false":
+            canonical = _canonical_boolean(record["answer"], record["question"])
+            if canonical != record["answer"].strip() and not record.get("solution"):
+                record["solution"] = record["answer"]  # "No, because 91 = 7 x 13": keep the reason
+            record["answer"] = canonical
+        record["answer_type"] = infer_answer_type(record["answer"], choices=record["choices"], question_type=qtype)
+        return record

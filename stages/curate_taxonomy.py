@@ -1,0 +1,217 @@
+"""Taxonomy: a hierarchical topic (["physics", "mechanics"]) for each question.
+
+The taxonomy is a data file (`stages/data/taxonomy.yaml`, or `path`): domain -> subtopic, each
+with a description and example questions. Embedded default: the question's embedding is compared
+(cosine) with the embeddings of every subtopic's description and examples; the best subtopic
+wins. Below `min_similarity` the topic is `["other"]` (tag `topic_uncertain`) or the item is
+dropped (`off_taxonomy`), by `unknown`. The LLM path picks one path from the same file.
+
+Embeddings come from `rlclimb.stages.embedding` (default all-MiniLM-L6-v2, packaged on PyPI; the
+`embed` extra). They are batched: the records of a shard are submitted concurrently and encoded
+together, one model call per `batch_size` texts (~20x faster than one call per record on CPU).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import create_model
+
+from rlclimb.pipelines.stage import ConfigError, Drop, Record, StageContext
+
+from .curate_common import CurateConfig, CurateStage, add_tag, kept
+from .embedding import Backend, load_embedder, missing_extra
+
+
+class TaxonomyError(ValueError):
+    """An unusable taxonomy file: the message names the file and the entry to fix."""
+
+
+def load_taxonomy(path: str | None) -> tuple[dict[str, dict[str, dict[str, Any]]], bytes]:
+    """{domain: {subtopic: {"description", "examples"}}} and the file's bytes."""
+    if path:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as e:
+            raise TaxonomyError(f"cannot read taxonomy file {path}: {e.strerror}") from None
+        where = path
+    else:
+        raw = (resources.files("rlclimb.stages") / "data" / "taxonomy.yaml").read_bytes()
+        where = "rlclimb/stages/data/taxonomy.yaml"
+    try:
+        data = yaml.safe_load(raw) or {}
+    except yaml.YAMLError as e:
+        raise TaxonomyError(f"taxonomy file {where} is not valid YAML: {e}") from None
+    domains = data.get("domains") if isinstance(data, dict) else None
+    if not isinstance(domains, dict) or not domains:
+        raise TaxonomyError(f"taxonomy file {where}: expected a `domains:` mapping of domain -> subtopics")
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for domain, body in domains.items():
+        subs = (body or {}).get("subtopics") if isinstance(body, dict) else None
+        if not isinstance(subs, dict) or not subs:
+            raise TaxonomyError(f"taxonomy file {where}: domain {domain!r} needs a `subtopics:` mapping")
+        out[str(domain)] = {}
+        for sub, entry in subs.items():
+            entry = entry or {}
+            desc = entry.get("description") if isinstance(entry, dict) else None
+            examples = entry.get("examples", []) if isinstance(entry, dict) else None
+            if not isinstance(desc, str) or not desc.strip():
+                raise TaxonomyError(f"taxonomy file {where}: {domain}/{sub} needs a non-empty `description`")
+            if not isinstance(examples, list) or not all(isinstance(x, str) for x in examples):
+                raise TaxonomyError(f"taxonomy file {where}: {domain}/{sub} `examples` must be a list of strings")
+            out[str(domain)][str(sub)] = {"description": desc.strip(), "examples": examples}
+    return out, raw
+
+
+class _Batcher:
+    """Coalesces the texts of concurrently awaiting records into one encode call."""
+
+    def __init__(self, encode, max_batch: int):
+        self.encode, self.max_batch = encode, max_batch
+        self.pending: list[tuple[str, asyncio.Future]] = []
+        self.scheduled = False
+
+    async def submit(self, text: str):
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.pending.append((text, future))
+        if len(self.pending) >= self.max_batch:
+            self.flush()
+        elif not self.scheduled:  # runs after every record already started has submitted
+            self.scheduled = True
+            loop.call_soon(self.flush)
+        return await future
+
+    def flush(self) -> None:
+        self.scheduled = False
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        try:
+            vectors = self.encode([t for t, _ in batch])
+        except Exception as e:
+            for _, f in batch:
+                if not f.done():
+                    f.set_exception(e)
+            return
+        for (_, f), v in zip(batch, vectors, strict=True):
+            if not f.done():
+                f.set_result(v)
+
+
+class TaxonomyConfig(CurateConfig):
+    path: str | None = None  # taxonomy YAML; default: the packaged stages/data/taxonomy.yaml
+    backend: Backend = "minilm"  # rlclimb.stages.embedding backend (minilm, minilm-int8, static)
+    min_similarity: float = 0.2  # below: unknown topic (~4% of the STEM items in tests/data/curate_*.jsonl; half the non-STEM ones)
+    unknown: Literal["other", "drop"] = "other"
+    batch_size: int = 128
+    max_chars: int = 1000  # of the question, embedded
+
+
+PROMPT = """Classify this question into exactly one topic path from the list.
+
+Topics:
+{topics}
+
+Question:
+{question}
+
+Reply with JSON: {{"path": "domain/subtopic"}}"""
+
+
+class TaxonomyStage(CurateStage):
+    name = "taxonomy"
+    version = "1"
+    Config = TaxonomyConfig
+    concurrency = 1024  # records in flight per shard: the batcher's supply
+
+    @property
+    def is_async(self) -> bool:  # both paths: the embedded one awaits its batch
+        return True
+
+    @cached_property
+    def _taxonomy(self) -> tuple[dict, bytes]:
+        return load_taxonomy(self.config.path)
+
+    @property
+    def fingerprint(self) -> str:  # an edited taxonomy file re-runs the stage
+        return hashlib.sha256((super().fingerprint + hashlib.sha256(self._taxonomy[1]).hexdigest()).encode()).hexdigest()[:16]
+
+    def check(self, llm_config) -> None:
+        super().check(llm_config)
+        if self.config.method != "llm" and (message := missing_extra(self.config.backend)) is not None:
+            raise ConfigError(f"stage {self.name}: {message}")
+
+    def setup(self, ctx: StageContext) -> None:
+        super().setup(ctx)
+        taxonomy = self._taxonomy[0]
+        self.paths = [f"{d}/{s}" for d, subs in taxonomy.items() for s in subs]
+        if self.config.method == "llm":
+            self.reply_model = create_model("TopicReply", path=(Literal[tuple(self.paths)], ...))  # type: ignore[valid-type]
+            self.topics_text = "\n".join(f"- {d}/{s}: {e['description']}" for d, subs in taxonomy.items() for s, e in subs.items())
+            return
+        import numpy as np
+
+        if (message := missing_extra(self.config.backend)) is not None:
+            raise RuntimeError(f"stage {self.name}: {message}")
+        self.model = load_embedder(self.config.backend)
+        texts, owners = [], []  # every description and example is an anchor of its subtopic
+        for d, subs in taxonomy.items():
+            for s, entry in subs.items():
+                for text in [entry["description"], *entry["examples"]]:
+                    texts.append(text)
+                    owners.append(self.paths.index(f"{d}/{s}"))
+        self.anchor_vectors = self._encode(texts)
+        self.anchor_owner = np.array(owners)
+        self.description_index = np.array([owners.index(i) for i in range(len(self.paths))])  # first anchor of each
+        self._batchers: dict[int, _Batcher] = {}
+
+    def _encode(self, texts: list[str]):
+        return self.model.encode(texts)  # L2-normalized float32: inner product = cosine
+
+    def classify_vectors(self, vectors) -> list[tuple[str, float]]:
+        """(path, score) for each embedded question. A subtopic's score is the mean of the cosine
+        to its description and the cosine to its closest anchor (description or example): the
+        description keeps the scope, examples catch phrasing (this beat max-only by 8 points of
+        subtopic accuracy on tests/data/curate_labeled.jsonl)."""
+        import numpy as np
+
+        sims = vectors @ self.anchor_vectors.T  # all normalized: cosine
+        best = np.full((len(vectors), len(self.paths)), -1.0)
+        np.maximum.at(best.T, self.anchor_owner, sims.T)  # per subtopic: its closest anchor
+        score = 0.5 * best + 0.5 * sims[:, self.description_index]
+        top = score.argmax(axis=1)
+        return [(self.paths[t], float(score[i, t])) for i, t in enumerate(top)]
+
+    def process(self, record: Record, ctx: StageContext) -> Any:
+        if self.config.method == "llm":
+            return self.llm(record, ctx)
+        return self._embedded_async(record, ctx)
+
+    async def _embedded_async(self, record: Record, ctx: StageContext) -> Record | Drop:
+        loop_id = id(asyncio.get_running_loop())
+        batcher = self._batchers.get(loop_id)
+        if batcher is None:
+            batcher = self._batchers[loop_id] = _Batcher(self._encode, self.config.batch_size)
+        vector = await batcher.submit(record["question"][: self.config.max_chars])
+        (path, similarity), = self.classify_vectors(vector[None, :])
+        if similarity < self.config.min_similarity:
+            if self.config.unknown == "drop":
+                return Drop("off_taxonomy", f"best topic {path} at similarity {similarity:.2f} < {self.config.min_similarity}")
+            record["topic"] = ["other"]
+            return add_tag(record, "topic_uncertain")
+        record["topic"] = path.split("/")
+        return record
+
+    async def llm(self, record: Record, ctx: StageContext):
+        prompt = PROMPT.format(topics=self.topics_text, question=record["question"])
+        reply, completion = await self.ask(ctx, prompt, self.reply_model)
+        record["topic"] = reply.path.split("/")
+        return kept(record, completion)
+

@@ -1,0 +1,154 @@
+"""Verifiable: does the item have a final answer that a checker can compare against?
+
+Drops (reason): `no_answer` (empty or a placeholder: "n/a", "?", "TBD"), `answer_varies`
+("answers may vary", "open-ended"), `answer_is_reference` ("see the solution manual", "left to
+the reader"), `open_discussion` (discuss / explain / describe questions with a prose answer),
+`proof_without_conclusion` (a proof whose claim has no checkable value: it cannot be converted),
+`no_boolean_answer` (true/false without one), `long_form_answer` (prose with no final answer).
+A long answer that states a final one ("... so the answer is \\boxed{12}") keeps the final answer
+and moves the full text to `solution` (when that is empty). Sets `answer_type`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel
+
+from rlclimb.environments.answer_check import (
+    boolean_value,
+    choice_index,
+    extract_final_answer,
+    infer_answer_type,
+)
+from rlclimb.pipelines.stage import Drop, Record, StageContext
+
+from .curate_common import CurateConfig, CurateStage, kept
+from .curate_convert import proof_claim
+from .text_keys import canonical_text
+
+_PLACEHOLDER = {"", "n/a", "na", "none given", "tbd", "todo", "?", "??", "-", "--", "...", "null", "nan", "unknown",
+                "no answer", "answer", "blank", "x", "xxx"}
+_VARIES = re.compile(
+    r"\banswers?\s+(?:may|will|can|might|could)\s+vary\b|\bvaries\b|\bvarious\s+(?:answers|possible)|\bopen[- ]ended\b"
+    r"|\bdepends\s+on\s+(?:the\s+)?(?:student|reader|individual|context|interpretation)|\bstudents?'?\s+(?:answers|responses)\s+"
+    r"|\bsubjective\b|\bno\s+(?:single|one|unique)\s+(?:correct\s+)?answer\b|\bmany\s+(?:possible\s+)?(?:correct\s+)?answers\b"
+    r"|\bsample\s+answer\b|\bwill\s+differ\b",
+    re.I,
+)
+_REFERENCE = re.compile(
+    r"^\s*(?:see|refer\s+to|check|consult|look\s+at)\b.{0,60}\b(?:solution|text|page|book|key|manual|below|above|figure|appendix|notes|chapter|section|website)\b"
+    r"|\b(?:solution|answer|proof)\s+(?:is\s+)?(?:omitted|not\s+(?:given|provided|shown)|in\s+the\s+(?:text|book|manual))\b"
+    r"|\bleft\s+(?:as\s+an\s+exercise\s+)?(?:to|for)\s+the\s+(?:reader|student)\b|^\s*omitted\.?\s*$|^\s*see\s+(?:above|below)\.?\s*$",
+    re.I,
+)
+_DISCUSSION = re.compile(
+    r"^\s*(?:discuss|describe|explain|why\b|what\s+do\s+you\s+think|compare\s+and\s+contrast|in\s+your\s+own\s+words"
+    r"|write\s+(?:an?\s+)?(?:short\s+)?(?:essay|paragraph|report|summary)|reflect|comment\s+on|summari[sz]e|elaborate|outline"
+    r"|how\s+(?:would|might|could)\s+you|what\s+are\s+(?:some|the\s+(?:advantages|disadvantages|benefits|implications))"
+    r"|give\s+(?:an?\s+)?(?:example|reasons?|arguments?)|suggest|critically|evaluate\s+the\s+(?:claim|argument|statement))",
+    re.I,
+)
+_SUBJECTIVE = re.compile(r"\byour\s+(?:favou?rite|opinion|view|preference|feelings?)\b|\bdo\s+you\s+(?:think|prefer|like|believe|feel)\b"
+                         r"|\bin\s+your\s+opinion\b", re.I)
+_MATHY = re.compile(r"[\d=\\^$]")
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"[A-Za-z]{2,}", text))
+
+
+class VerifiableConfig(CurateConfig):
+    max_answer_words: int = 25  # a prose answer longer than this needs a stated final answer
+    extract_final: bool = True  # take "\\boxed{...}" / "the answer is ..." out of a long answer
+
+
+Reason = Literal["ok", "no_answer", "answer_varies", "answer_is_reference", "open_discussion",
+                 "proof_without_conclusion", "long_form_answer"]
+
+
+class VerifiableReply(BaseModel):
+    verifiable: bool
+    reason: Reason
+    final_answer: str | None = None
+
+
+PROMPT = """Decide whether this question-answer pair can be used to grade a student automatically: \
+it must have one final answer (a number, expression, set, choice, yes/no, or a short name or term) \
+that another answer can be compared with. Not verifiable: no real answer (reason "no_answer"), \
+answers that vary by person ("answer_varies"), an answer that only points elsewhere \
+("answer_is_reference"), open discussion or essay questions ("open_discussion"), proofs whose claim \
+has no value to check ("proof_without_conclusion"), long prose without a final answer \
+("long_form_answer"). If verifiable, reason is "ok" and final_answer is the short final answer \
+copied from the given answer.
+
+Question:
+{question}
+
+Answer:
+{answer}
+
+Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": "..." or null}}"""
+
+
+class VerifiableStage(CurateStage):
+    name = "verifiable"
+    version = "1"
+    Config = VerifiableConfig
+
+    def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
+        q, a, qtype = record["question"], (record.get("answer") or "").strip(), record.get("question_type")
+        if a.casefold().strip(" .") in _PLACEHOLDER:
+            return Drop("no_answer", f"answer is {a!r}")
+        if _REFERENCE.search(a):
+            return Drop("answer_is_reference", a[:120])
+        if _VARIES.search(a) and (_words(a) > 3 or not _MATHY.search(a)):
+            return Drop("answer_varies", a[:120])
+        if qtype == "proof":
+            if proof_claim(q) is None:
+                return Drop("proof_without_conclusion", "the claim has no value or closed form to check")
+            record["answer_type"] = "proof"
+            return record
+        if qtype == "true_false" and boolean_value(a) is None:
+            return Drop("no_boolean_answer", f"a true/false question answered {a[:60]!r}")
+        if qtype == "multiple_choice" and choice_index(a, record.get("choices") or []) is None:
+            return Drop("choice_answer_unresolved", f"answer {a[:60]!r} names none of the options")
+        if qtype in ("multiple_choice", "true_false"):
+            record["answer_type"] = infer_answer_type(a, choices=record.get("choices") or [], question_type=qtype)
+            return record
+        if _SUBJECTIVE.search(q) or _DISCUSSION.match(q) and _words(a) > 8:
+            return Drop("open_discussion", "a discussion question with a prose answer")
+        if self.config.extract_final and _words(a) > 6:  # a worked solution that states its final answer
+            final = extract_final_answer(a)
+            if final and len(final) < len(a) / 2:
+                record = self._use_final(record, final)
+        if _words(record["answer"]) > self.config.max_answer_words:
+            return Drop("long_form_answer", f"{_words(a)} words and no stated final answer")
+        record["answer_type"] = infer_answer_type(record["answer"], choices=record.get("choices") or [],
+                                                  question_type=qtype)
+        return record
+
+    async def llm(self, record: Record, ctx: StageContext):
+        reply, completion = await self.ask(ctx, PROMPT.format(question=record["question"], answer=record["answer"]),
+                                           VerifiableReply)
+        if not reply.verifiable:
+            reason = reply.reason if reply.reason != "ok" else "not_verifiable"
+            return Drop(reason, "model", model=completion.model, cost=completion.cost)
+        final = (reply.final_answer or "").strip()
+        # take the model's final answer only when it is copied from the given answer, never invented
+        if final and final != record["answer"].strip() and canonical_text(final) in canonical_text(record["answer"]):
+            record = self._use_final(record, final)
+        if record.get("question_type") == "proof":
+            record["answer_type"] = "proof"
+        else:
+            record["answer_type"] = infer_answer_type(record["answer"], choices=record.get("choices") or [],
+                                                      question_type=record.get("question_type"))
+        return kept(record, completion)
+
+    @staticmethod
+    def _use_final(record: Record, final: str) -> Record:
+        if not record.get("solution"):
+            record["solution"] = record["answer"]
+        record["answer"] = final
+        return record

@@ -1,0 +1,130 @@
+"""Vectorized MinHash signatures and LSH band keys for many texts at once.
+
+The signatures are datasketch's: `MinHash(num_perm, seed, hashfunc=shingle_hash)` (scheme
+"affine32": MurmurHash3 fmix32 pre-mix, then `a*h + b mod 2^32` with datasketch's own permutation
+parameters), updated with each text's character n-grams, gives the same hash values
+(`tests/test_dedup_minhash.py` checks it). What changes is where the work happens: the n-gram
+hashes of a whole batch are computed by numpy over one code-point array, and the permutations are
+applied to a batch's shingles as one matrix, instead of a Python call per shingle and per record.
+LSH banding uses datasketch's `MinHashLSH` choice of bands (b) and rows (r) for a threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from datasketch import MinHash, MinHashLSH
+
+_P = np.uint64(0x100000001B3)  # FNV prime: the polynomial base of the rolling n-gram hash
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_BAND_MIX = np.uint64(0x9E3779B97F4A7C15)
+_CHUNK = 8192  # shingles per permutation matrix: 128 x 8192 x 4 B = 4 MB, cache-sized
+
+
+def _fmix64(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint64(33))
+    h = h * _M1
+    h = h ^ (h >> np.uint64(33))
+    h = h * _M2
+    return h ^ (h >> np.uint64(33))
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finalizer: datasketch's pre-mix for scheme "affine32"."""
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def shingle_text(text: str, ngram: int) -> str:
+    """Texts shorter than one n-gram are padded, so every text has at least one shingle."""
+    return text if len(text) >= ngram else text.ljust(ngram)
+
+
+def _ngram_hashes(codepoints: np.ndarray, ngram: int) -> np.ndarray:
+    """32-bit hash of every n-gram window of a code-point array (rolling polynomial + fmix64)."""
+    width = len(codepoints) - ngram + 1
+    h = codepoints[:width].copy()
+    for k in range(1, ngram):
+        h *= _P
+        h += codepoints[k : k + width]
+    return (_fmix64(h) >> np.uint64(32)).astype(np.uint32)
+
+
+def shingle_hash(shingle: str) -> int:
+    """The hash of one shingle, as `hashfunc` for a datasketch MinHash (the reference path)."""
+    cps = np.frombuffer(shingle.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    return int(_ngram_hashes(cps, len(shingle))[0])
+
+
+def shingles(text: str, ngram: int) -> set[str]:
+    text = shingle_text(text, ngram)
+    return {text[i : i + ngram] for i in range(len(text) - ngram + 1)}
+
+
+@dataclass
+class MinHasher:
+    """Signatures (n x num_perm uint32) and band keys (n x b uint64) for batches of texts."""
+
+    num_perm: int = 128
+    ngram: int = 5
+    seed: int = 1
+    threshold: float = 0.7
+
+    def __post_init__(self) -> None:
+        a, b = MinHash(num_perm=self.num_perm, seed=self.seed, scheme="affine32").permutations
+        self._a, self._b = a.astype(np.uint32), b.astype(np.uint32)
+        lsh = MinHashLSH(threshold=self.threshold, num_perm=self.num_perm)
+        self.bands, self.rows = lsh.b, lsh.r
+
+    def reference(self, text: str) -> MinHash:
+        """The same signature through datasketch's own per-record API (slow; for checks)."""
+        m = MinHash(num_perm=self.num_perm, seed=self.seed, hashfunc=shingle_hash, scheme="affine32")
+        m.update_batch(list(shingles(text, self.ngram)))
+        return m
+
+    def signatures(self, texts: list[str]) -> np.ndarray:
+        n = self.ngram
+        texts = [shingle_text(t, n) for t in texts]
+        lengths = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+        if not len(texts):
+            return np.zeros((0, self.num_perm), np.uint32)
+        ends = np.cumsum(lengths)
+        cps = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        hashes = _ngram_hashes(cps, n)
+        # keep windows that lie inside one text: start + n <= that text's end
+        owner = np.searchsorted(ends, np.arange(len(hashes)), side="right")
+        hashes = _fmix32(hashes[np.arange(len(hashes)) + n <= ends[owner]])
+        counts = lengths - n + 1
+        offsets = np.concatenate(([0], np.cumsum(counts)))
+        out = np.empty((len(texts), self.num_perm), np.uint32)
+        # chunk whole texts so each permutation matrix stays cache-sized
+        start = 0
+        while start < len(texts):
+            stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK, side="right")) - 1
+            stop = max(stop, start + 1)
+            lo, hi = offsets[start], offsets[stop]
+            # (num_perm x shingles): reducing along contiguous rows is ~7x faster than the transpose
+            permuted = self._a[:, None] * hashes[None, lo:hi]
+            permuted += self._b[:, None]
+            out[start:stop] = np.minimum.reduceat(permuted, offsets[start:stop] - lo, axis=1).T
+            start = stop
+        return out
+
+    def band_keys(self, sigs: np.ndarray) -> np.ndarray:
+        """One 64-bit key per (text, band); equal keys = equal band rows (collisions ~2^-64)."""
+        r = self.rows
+        used = sigs[:, : self.bands * r].reshape(len(sigs), self.bands, r).astype(np.uint64)
+        key = np.broadcast_to(np.arange(self.bands, dtype=np.uint64) * _BAND_MIX, used.shape[:2]).copy()
+        for j in range(r):
+            key = _fmix64(key ^ used[:, :, j])
+        return key
+
+
+def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
+    """Row-wise share of equal hash values: datasketch's `MinHash.jaccard` for many pairs."""
+    return (sig_a == sig_b).mean(axis=1)

@@ -1,0 +1,107 @@
+"""Vector dedup: faiss range search (no n x n matrix), the real MiniLM model on the labeled eval
+set, the fast backends (slow tests), and configuration errors naming the missing extra."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlclimb.pipelines.definitions import ConfigError
+from rlclimb.pipelines.definitions.qa_jsonl import build
+from rlclimb.pipelines.stage import StageContext
+from rlclimb.stages import embedding
+from rlclimb.stages.dedup_vector import VectorDedup, VectorDedupConfig, range_pairs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import dedup_evalset as E  # noqa: E402
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("index", ["flat", "ivf"])
+def test_range_pairs_equal_brute_force(index):
+    rng = np.random.default_rng(0)
+    x = unit(rng.normal(size=(10_500 if index == "ivf" else 3000, 16)))  # ivf from 10k vectors
+    x[100] = x[7]
+    x[200] = unit(x[7:8] + 0.05 * rng.normal(size=(1, 16)))[0]
+    left, right, sims, n = range_pairs(x, 0.8, index=index, nprobe=64)
+    want = set()
+    for lo in range(0, len(x), 2000):  # brute force, blockwise
+        s = x[lo : lo + 2000] @ x.T
+        i, j = np.nonzero(s >= 0.8)
+        want |= {(a + lo, b) for a, b in zip(i.tolist(), j.tolist(), strict=True) if a + lo < b}
+    got = set(zip(left.tolist(), right.tolist(), strict=True))
+    assert (7, 100) in got and (7, 200) in got
+    assert got == want if index == "flat" else got <= want and len(got) >= 0.9 * len(want)
+    assert np.all(sims >= 0.8 - 1e-6) and n == len(left)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    if embedding.missing_extra("minilm"):
+        pytest.fail(embedding.missing_extra("minilm"))
+    return embedding.load_embedder("minilm")
+
+
+def test_minilm_vectors_are_normalized_and_semantic(minilm):
+    v = minilm.encode(["What is the area of a 3 by 4 rectangle?", "Find the area of a rectangle with sides 3 and 4.",
+                       "Which organelle is the powerhouse of the cell?"])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert v[0] @ v[1] > 0.8 > 0.3 > v[0] @ v[2]
+
+
+def test_minilm_stage_on_the_labeled_eval_set(minilm, tmp_path):
+    ev = E.build(seed=5, per_template=2, templates=E.TEMPLATES[:12])
+    stage = VectorDedup(backend="minilm")
+    rep = E.stage_clusters(stage, ev.items, StageContext(run_dir=tmp_path))
+    r = E.score_pairs(ev, rep)
+    share = r["matched_share"]
+    # measured at the default 0.9 (benchmarks/dedup_quality.py): exact/light 1.0, paraphrase ~0.47
+    assert share["exact"] == 1.0 and share["light_edit"] >= 0.9 and share["paraphrase"] >= 0.2
+    assert share["variant"] == 0.0 and share["unrelated"] == 0.0
+    report = json.loads((tmp_path / "reports" / "dedup_vector.json").read_text())
+    assert report["embedder"] == "minilm" and report["threshold"] == 0.9 and report["dropped"] > 0
+    assert report["examples"] and report["examples"][0]["members"][0]["kept"]
+
+
+def test_vector_dedup_is_opt_in_in_qa_jsonl(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"question": "What is 2+2 here?", "answer": "4"}\n')
+    assert "dedup_vector" not in [s.name for s in build([str(src)], {}).stages]
+    on = build([str(src)], {"dedup_vector": {"enabled": True, "backend": "static"}}).stages
+    assert [s.name for s in on][-2:] == ["dedup_minhash", "dedup_vector"]
+
+
+def test_missing_extra_is_a_config_error_naming_it(monkeypatch, tmp_path):
+    real = embedding.importlib.util.find_spec
+    monkeypatch.setattr(embedding.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    with pytest.raises(ValueError, match=r"'embed' extra .*pip install 'rlclimb\[embed\]'"):
+        VectorDedupConfig(enabled=True, backend="minilm")
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"question": "What is 2+2 here?", "answer": "4"}\n')
+    with pytest.raises(ConfigError, match=r"dedup_vector.*rlclimb\[embed\]"):
+        build([str(src)], {"dedup_vector": {"enabled": True}})
+    build([str(src)], {})  # off by default: nothing to install
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, min_agreement", [("minilm-int8", 0.6), ("static", 0.3)])
+def test_fast_backends_agree_with_minilm(minilm, backend, min_agreement):
+    """Pairs each backend finds at its default threshold vs MiniLM's (the static model is distilled
+    on first use: about a minute)."""
+    ev = E.build(seed=5, per_template=2, templates=E.TEMPLATES[:12])
+    ref = E.stage_clusters(VectorDedup(backend="minilm"), ev.items)
+    fast = E.stage_clusters(VectorDedup(backend=backend), ev.items)
+    same = lambda rep: {(a, b) for a, b, _, _ in ev.pairs if rep[a] == rep[b]}  # noqa: E731
+    agreement = len(same(ref) & same(fast)) / max(len(same(ref) | same(fast)), 1)
+    assert agreement >= min_agreement
+    share = E.score_pairs(ev, fast)["matched_share"]
+    assert share["exact"] == 1.0 and share["variant"] == 0.0 and share["unrelated"] == 0.0
