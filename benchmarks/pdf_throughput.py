@@ -1,0 +1,118 @@
+"""Pages per second of the textbook-pdf stages, against raw `page.get_text()` in the same run.
+
+    python benchmarks/pdf_throughput.py                          # a generated 200-page textbook
+    python benchmarks/pdf_throughput.py --pdf BOOK.pdf [--pdf ...] --repeat 3
+    python benchmarks/pdf_throughput.py --ocr-pages 6            # also Tesseract OCR pages/s
+
+Measured (best of `--repeat`, process CPU time, one core), per PDF:
+- raw: open the document, `page.get_text()` for every page (the baseline);
+- parse: the parse stage (text layer with layout, quality check) on every page, OCR off so that
+  text pages are compared with text pages (pages needing OCR are counted, not OCRed);
+- parse+structure+extract: the same plus the structure stage over the pages and the extract
+  stage over its units (what the pipeline does per page before pairing).
+Prints pages/s for each and the ratio to raw (the target: within 3x for text pages).
+OCR: a generated scanned (image-only) document of `--ocr-pages` pages through the parse stage
+with Tesseract; prints OCR pages/s (wall time: Tesseract may use more than one thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pymupdf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from helpers.textbook_gen import ChapterSpec, make_textbook, rasterize_pages  # noqa: E402
+
+from rlclimb.pipelines.readers_pdf import PdfPageReader  # noqa: E402
+from rlclimb.stages.extract_qa import ExtractQA  # noqa: E402
+from rlclimb.stages.parse_pdf import ParsePdf, close_cached_pdfs  # noqa: E402
+from rlclimb.stages.structure import StructureDocument  # noqa: E402
+
+
+def raw(path: Path) -> int:
+    doc = pymupdf.open(path)
+    n = 0
+    for page in doc:
+        n += len(page.get_text())
+    doc.close()
+    return n
+
+
+def parse_pages(path: Path, ocr: str = "off") -> list[dict]:
+    close_cached_pdfs()  # re-open the document, as raw() does
+    stage = ParsePdf(ocr=ocr)
+    stage.setup(None)
+    out = [stage.process(item, None) for item in PdfPageReader([path])]
+    return [p for p in out if isinstance(p, dict)]
+
+
+def full(path: Path) -> int:
+    pages = parse_pages(path)
+    units = [u for u in StructureDocument().run(pages, None) if isinstance(u, dict)]
+    extract = ExtractQA()
+    return sum(len(r) for u in units if isinstance(r := extract.process(u, None), list))
+
+
+def best_cpu(fns: list, repeat: int) -> list[float]:
+    """Best-of-`repeat` CPU seconds of each function, runs interleaved (raw, parse, full, raw, ...)
+    so that a change in machine load between phases cannot skew the ratios."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            t0 = time.process_time()
+            fn()
+            best[k] = min(best[k], time.process_time() - t0)
+    return best
+
+
+def generated_book(tmp: Path, pages: int) -> Path:
+    """A text-only generated textbook of about `pages` pages (inline and key answers, two columns)."""
+    chapters = []
+    while sum(c.exercises for c in chapters) < pages * 9:
+        chapters += [ChapterSpec("Algebra", "inline", exercises=12, example=True, prose=2),
+                     ChapterSpec("Functions", "key", exercises=16, instruction=(5, 8), prose=3),
+                     ChapterSpec("Counting", "key", exercises=24, columns=2, prose=0)]
+    return make_textbook(tmp / "throughput.pdf", chapters=chapters).path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pdf", type=Path, action="append", help="PDF(s) to measure (default: a generated book)")
+    ap.add_argument("--pages", type=int, default=200, help="pages of the generated book")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ocr-pages", type=int, default=4, help="scanned pages for the OCR measurement (0: skip)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        pdfs = args.pdf or [generated_book(tmp, args.pages)]
+        print(f"{'document':40s} {'pages':>6s} {'raw p/s':>9s} {'parse p/s':>10s} {'x raw':>6s} "
+              f"{'p+s+e p/s':>10s} {'x raw':>6s} {'need OCR':>8s}")
+        for pdf in pdfs:
+            n = pymupdf.open(pdf).page_count
+            t_raw, t_parse, t_full = best_cpu(
+                [lambda pdf=pdf: raw(pdf), lambda pdf=pdf: parse_pages(pdf), lambda pdf=pdf: full(pdf)], args.repeat)
+            need = sum(1 for p in parse_pages(pdf, ocr="vlm") if p["needs_ocr"])
+            print(f"{pdf.name[:40]:40s} {n:6d} {n / t_raw:9.0f} {n / t_parse:10.0f} {t_parse / t_raw:6.2f} "
+                  f"{n / t_full:10.0f} {t_full / t_raw:6.2f} {need:8d}")
+        if args.ocr_pages:
+            src = make_textbook(tmp / "to-scan.pdf", chapters=[ChapterSpec("Rates", "inline", exercises=10 * args.ocr_pages)])
+            scan = rasterize_pages(pymupdf.open(src.path), set(range(1, src.pages + 1)))
+            while scan.page_count > args.ocr_pages:
+                scan.delete_page(-1)
+            scanned = tmp / "scanned.pdf"
+            scan.save(scanned)
+            t0 = time.perf_counter()
+            pages = parse_pages(scanned, ocr="tesseract")
+            secs = time.perf_counter() - t0
+            ocred = sum(1 for p in pages if p["backend"] == "tesseract")
+            print(f"OCR (Tesseract via PyMuPDF, 200 dpi): {ocred} scanned pages in {secs:.1f}s = {ocred / secs:.2f} pages/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""qa-markdown: sources that are already text (markdown, LaTeX, plain-text exports) -> QA items.
+
+    (reader: text -> pages of lines) -> structure -> extract -> pair
+
+The same structure, extract and pair stages as textbook-pdf; the reader turns markup into the
+cues a PDF gives by typography (headings, bold labels, LaTeX exercise environments).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlclimb.stages.parse_markdown import TextDocumentReader
+
+from ..engine import Pipeline
+from . import configure
+from .textbook_pdf import document_stages, with_text_units
+
+
+def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
+    sections = with_text_units(dict(sections))
+    stages = configure(document_stages(sections), sections)
+    return Pipeline(
+        name="qa-markdown",
+        reader=TextDocumentReader(inputs),
+        stages=stages,
+        config={s.name: s.config.model_dump(mode="json") for s in stages},
+        shard_size=shard_size,
+    )

@@ -1,0 +1,58 @@
+"""textbook-pdf: textbooks, lecture notes, papers (PDF) -> candidate QA items with their source.
+
+    parse -> [ocr_vlm] -> structure -> extract -> pair
+
+- parse: text layer with layout, per-page quality check, Tesseract OCR for empty or garbled pages
+  (`parse.ocr: vlm` adds the `ocr_vlm` stage: a vision-language model through the LLM client);
+- structure: headers/footers stripped, hierarchy, exercise / answer-key zones, shared instructions;
+- extract: question and answer spans (`extract.method: structure | llm | both`);
+- pair: answers matched to questions by numbering, embeddings, optionally an LLM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlclimb.stages.extract_llm import ExtractLLM
+from rlclimb.stages.extract_qa import ExtractQA
+from rlclimb.stages.pair_qa import PairQA
+from rlclimb.stages.parse_pdf import ParsePdf
+from rlclimb.stages.parse_vlm import OcrVlm
+from rlclimb.stages.structure import StructureDocument
+
+from ..engine import Pipeline
+from ..readers_pdf import PdfPageReader
+from . import ConfigError, configure
+
+
+def document_stages(sections: dict[str, Any]) -> list[type]:
+    """structure -> extract -> pair, with the extract implementation the config asks for."""
+    method = (sections.get("extract") or {}).get("method", "structure")
+    return [StructureDocument, ExtractLLM if method in ("llm", "both") else ExtractQA, PairQA]
+
+
+def with_text_units(sections: dict[str, Any]) -> dict[str, Any]:
+    """LLM extraction also reads running text: let the structure stage emit it (unless set)."""
+    method = (sections.get("extract") or {}).get("method", "structure")
+    if method in ("llm", "both"):
+        structure = dict(sections.get("structure") or {})
+        structure.setdefault("emit_text", True)
+        sections = {**sections, "structure": structure}
+    return sections
+
+
+def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
+    sections = with_text_units(dict(sections))
+    vlm = (sections.get("parse") or {}).get("ocr") == "vlm"
+    if "ocr_vlm" in sections and not vlm:
+        raise ConfigError("config ocr_vlm: set parse.ocr=vlm to use the vision-model OCR stage")
+    classes = [ParsePdf, *([OcrVlm] if vlm else []), *document_stages(sections)]
+    stages = configure(classes, sections)
+    parse = stages[0]
+    return Pipeline(
+        name="textbook-pdf",
+        reader=PdfPageReader(inputs, pages_per_shard=parse.config.pages_per_shard),
+        stages=stages,
+        config={s.name: s.config.model_dump(mode="json") for s in stages},
+        shard_size=shard_size,
+    )

@@ -1,0 +1,186 @@
+"""Parse: one PDF page -> its lines in reading order, from the text layer or from OCR.
+
+Per page: MuPDF's structured text (fonts, boxes) -> lines; a quality check on the text
+(`parse_quality`); pages that are empty but hold images, or whose text is garbled, go to OCR:
+Tesseract through PyMuPDF (here, in this CPU-bound stage), or a vision-language model (the
+`ocr_vlm` stage that follows, marked by `needs_ocr`). The better-scoring text wins; the page
+records which backend produced it and both scores. Memory holds one page at a time; documents
+stay open per process (a small LRU), so consecutive pages do not re-open the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
+
+from .parse_layout import page_lines, stext_blocks
+from .parse_quality import assess
+from .parse_records import DocPage
+
+_OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
+_MAX_OPEN = 2
+
+
+class PdfUnreadable(Exception):
+    """A document that cannot be read at all; `drop_reason` is what the ledger records."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.drop_reason = reason
+        self.detail = detail
+
+
+def open_pdf(path: str | Path):
+    """Open a PDF for reading, or raise PdfUnreadable naming the file, the reason and the fix."""
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as e:  # FileDataError, RuntimeError: MuPDF could not even repair it
+        raise PdfUnreadable("corrupt_pdf", f"{path}: not a readable PDF ({type(e).__name__}: {e})") from None
+    if doc.needs_pass and not doc.authenticate(""):  # an empty user password opens many
+        doc.close()
+        raise PdfUnreadable(
+            "encrypted_pdf",
+            f"{path}: password-protected; decrypt it first (e.g. qpdf --decrypt --password=PW in.pdf out.pdf)",
+        )
+    if doc.page_count == 0:
+        doc.close()
+        raise PdfUnreadable("empty_pdf", f"{path}: the PDF has no pages")
+    return doc
+
+
+def cached_pdf(path: str):
+    doc = _OPEN_DOCS.get(path)
+    if doc is None:
+        doc = _OPEN_DOCS[path] = open_pdf(path)
+        while len(_OPEN_DOCS) > _MAX_OPEN:
+            _OPEN_DOCS.popitem(last=False)[1].close()
+    else:
+        _OPEN_DOCS.move_to_end(path)
+    return doc
+
+
+def close_cached_pdfs() -> None:
+    """Close this process's open documents (tests, benchmarks, long-lived workers)."""
+    while _OPEN_DOCS:
+        _OPEN_DOCS.popitem()[1].close()
+
+
+def text_flags() -> int:
+    import pymupdf
+
+    # no images, no ligatures kept (MuPDF expands "fi"), whitespace kept, clipped to the page
+    return pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+
+
+def textpage_lines(textpage: Any, width: float) -> tuple[list[dict], str]:
+    """Lines in reading order and the raw text of a MuPDF text page."""
+    return page_lines(stext_blocks(textpage), width)
+
+
+class ParsePdfConfig(StageConfig):
+    ocr: Literal["tesseract", "vlm", "off"] = "tesseract"  # backend for empty or garbled pages
+    ocr_language: str = "eng"  # Tesseract languages, e.g. "eng+fra" (needs tesseract-ocr-fra)
+    ocr_dpi: int = Field(200, ge=72, le=600)
+    tessdata: str | None = None  # Tesseract language folder; default: $TESSDATA_PREFIX or autodetect
+    min_quality: float = Field(0.8, ge=0, le=1)  # pages scoring below go to OCR
+    min_chars: int = 20  # fewer non-space characters: the text layer counts as empty
+    force_ocr: bool = False  # OCR every page (scanned books with a poor hidden text layer)
+    pages_per_shard: int = Field(50, ge=1)  # pages per committed shard: the unit of resume and of parallel work
+
+
+class ParsePdf(Stage):
+    name = "parse"
+    version = "1"
+    kind = "map"
+    Config = ParsePdfConfig
+    output_model = DocPage
+
+    def setup(self, ctx: StageContext) -> None:
+        self._tessdata: str | None = None
+        self._ocr_problem: str | None = None
+        if self.config.ocr == "tesseract":
+            self._tessdata, self._ocr_problem = find_tessdata(self.config.tessdata, self.config.ocr_language)
+
+    def process(self, record: Record, ctx: StageContext) -> Record | Drop:
+        if not hasattr(self, "_ocr_problem"):
+            self.setup(ctx)
+        src = record["source"]
+        path, number = src["document"], src["page"]
+        where = f"{path} page {number}"
+        try:
+            page = cached_pdf(path).load_page(number - 1)
+            textpage = page.get_textpage(flags=text_flags())
+            lines, raw = textpage_lines(textpage, page.rect.width)
+        except Exception as e:  # a broken page object or content stream
+            return Drop("page_unreadable", f"{where}: {type(e).__name__}: {e}")
+        c = self.config
+        quality = assess(raw, c.min_chars, c.min_quality)
+        out = {
+            "id": record["id"], "source": {"document": path, "page": number}, "pages": record["pages"],
+            "width": page.rect.width, "height": page.rect.height, "backend": "text",
+            "quality": quality.score, "text_layer_quality": None, "ocr_reason": None,
+            "needs_ocr": False, "lines": lines,
+        }
+        if quality.empty and not c.force_ocr and not _has_picture(page):
+            return out  # a blank page: nothing to OCR; the structure stage drops it
+        if not (c.force_ocr or quality.garbled):
+            return out
+        reason = "forced" if c.force_ocr else "empty" if quality.empty else f"garbled: {quality.garbled}"
+        out["ocr_reason"], out["text_layer_quality"] = reason, quality.score
+        if c.ocr == "vlm":
+            out["needs_ocr"] = True
+            return out
+        if c.ocr == "off":
+            what = "image_only_page" if quality.empty else "garbled_text_layer"
+            return Drop(what, f"{where}: {reason} (score {quality.score:.2f}); OCR is off: --set parse.ocr=tesseract")
+        if self._ocr_problem:
+            return Drop("ocr_unavailable", f"{where} needs OCR ({reason}): {self._ocr_problem}")
+        try:
+            ocr_page = page.get_textpage_ocr(
+                flags=text_flags(), language=c.ocr_language, dpi=c.ocr_dpi, full=True, tessdata=self._tessdata
+            )
+            ocr_lines, ocr_raw = textpage_lines(ocr_page, page.rect.width)
+        except Exception as e:
+            return Drop("ocr_failed", f"{where}: Tesseract failed: {type(e).__name__}: {e}")
+        ocr_quality = assess(ocr_raw, c.min_chars, c.min_quality)
+        if quality.empty or ocr_quality.score > quality.score + 0.1:
+            out.update(backend="tesseract", quality=ocr_quality.score, lines=[_ocr_line(ln) for ln in ocr_lines])
+        return out
+
+
+def _has_picture(page: Any) -> bool:
+    """Images covering a fair part of the page (a scan, a photographed page), not a logo."""
+    import pymupdf
+
+    area = abs(page.rect) or 1.0
+    return sum(abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info()) >= 0.2 * area
+
+
+def _ocr_line(line: dict) -> dict:
+    line["bold"] = False  # OCR knows no fonts: the structure stage goes by patterns alone
+    return line
+
+
+def find_tessdata(explicit: str | None, languages: str) -> tuple[str | None, str | None]:
+    """(tessdata folder, None) or (None, what is wrong and how to fix it)."""
+    import pymupdf
+
+    try:
+        folder = pymupdf.get_tessdata(explicit or os.environ.get("TESSDATA_PREFIX"))
+    except Exception:
+        return None, (
+            "Tesseract is not installed: apt-get install tesseract-ocr tesseract-ocr-eng "
+            "(or set TESSDATA_PREFIX / parse.tessdata, or parse.ocr=vlm with an LLM profile)"
+        )
+    missing = [lang for lang in languages.split("+") if not Path(folder, f"{lang}.traineddata").exists()]
+    if missing:
+        return None, f"no Tesseract data for {'+'.join(missing)} in {folder}: apt-get install tesseract-ocr-{missing[0]}"
+    return folder, None

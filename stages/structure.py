@@ -1,0 +1,408 @@
+"""Structure: a document's pages -> its numbered items (exercises, worked examples, answer-key
+entries, shared instructions), each placed in the document's hierarchy.
+
+A global stage that streams: it reads pages in order, one document at a time, holding only a
+small window of pages (for running-header detection) and the item being read. Per page:
+- drop pages with nothing to learn from (blank, table of contents, prose without any math);
+- strip running headers, footers and page numbers (`structure_headers`);
+- read lines as a state machine (`structure_patterns` holds the rules):
+  headings update the numbering path (chapter / section / subsection, by font size and
+  numbering) and the zone (body, exercises, answer key, back matter); labels start items;
+  "In Exercises 5-11, ..." instructions attach to the items they govern; everything else
+  continues the open item, across columns and page breaks (so numbering split over pages is
+  repaired by construction).
+Items inside an exercise zone must continue the label sequence (3 after 2, or a bold label),
+which keeps equations and numbered sub-lists from posing as exercises.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
+
+from .structure_headers import FurnitureFilter
+from .structure_patterns import (
+    Heading,
+    Label,
+    could_be_structural,
+    has_stem_signal,
+    instruction_range,
+    is_contents_page,
+    looks_like_instruction,
+    maybe_heading,
+    merge_path,
+    number_tokens,
+    parse_heading,
+    parse_label,
+    printed_path,
+    split_inline_keys,
+    strip_end_mark,
+)
+from .structure_records import DocUnit, unit_id
+
+_SUBPART = re.compile(r"^(?:\([a-z]{1,2}\)|\([ivx]{1,4}\)|\(\d{1,2}\)|[a-z]\)|•|–\s)")
+_OWN_LINE = re.compile(r"^(?:Solution|SOLUTION|Answer|ANSWER|Ans\.|Sol\.|Hint|Proof|Réponse|Lösung|Solución|Решение|Ответ)\b")
+
+
+def _style(label: Label) -> str:
+    """How a label is written: keyword, "(3)", "1.17" (dotted) or "3." (plain)."""
+    if label.keyword:
+        return "keyword"
+    if label.printed.lstrip("✓✔*†‡?• ").startswith("("):
+        return "paren"
+    return "dotted" if "." in label.number else "plain"
+
+
+def join_lines(lines: list[str]) -> str:
+    """Lines -> running text: hyphenated words rejoined; sub-parts "(a)" and answer markers
+    ("Solution.") start new lines."""
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if not out:
+            out = line
+        elif out.endswith("-") and out[-2:-1].isalpha() and line[:1].islower():
+            out = out[:-1] + line
+        elif _SUBPART.match(line) or _OWN_LINE.match(line):
+            out += "\n" + line
+        else:
+            out += " " + line
+    return out
+
+
+class StructureConfig(StageConfig):
+    header_window: int = 4  # pages on each side compared for running headers
+    margin_band: float = 0.12  # share of the page height where headers and footers live
+    min_page_chars: int = 20  # fewer: a blank page
+    drop_non_stem: bool = True  # drop prose-only pages outside exercises and answer keys
+    emit_text: bool = False  # also emit running text as "text" units (for LLM extraction)
+    text_chunk_chars: int = 3000
+    answer_documents: list[str] = []  # glob patterns (file names) of answer books
+
+
+class StructureDocument(Stage):
+    name = "structure"
+    version = "1"
+    kind = "global"
+    Config = StructureConfig
+    output_model = DocUnit
+
+    def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+        builder: DocumentBuilder | None = None
+        furniture: FurnitureFilter | None = None
+        for page in records:
+            document = page["source"]["document"]
+            if builder is None or builder.document != document:
+                if builder is not None and furniture is not None:
+                    yield from _drain(builder, furniture)
+                builder = DocumentBuilder(document, self.config)
+                furniture = FurnitureFilter(self.config.header_window, self.config.margin_band)
+            for ready in furniture.feed(page):
+                yield from builder.page(ready)
+        if builder is not None and furniture is not None:
+            yield from _drain(builder, furniture)
+
+
+def _drain(builder: DocumentBuilder, furniture: FurnitureFilter) -> Iterator[Any]:
+    for ready in furniture.flush():
+        yield from builder.page(ready)
+    yield from builder.finish()
+
+
+class DocumentBuilder:
+    """The reading state of one document."""
+
+    def __init__(self, document: str, config: StructureConfig):
+        self.document, self.config = document, config
+        name = document.rsplit("/", 1)[-1]
+        answer_book = any(fnmatch.fnmatch(name, pat) or fnmatch.fnmatch(document, pat) for pat in config.answer_documents)
+        self.zone = "answers" if answer_book else "body"
+        self.stack: list[tuple[float, str, list[str]]] = []  # (font size, heading kind, tokens)
+        self.path: list[str] = []
+        self.section_title: str | None = None
+        self.sizes: Counter[float] = Counter()  # font size -> characters, for the body size
+        self.unit: dict | None = None  # the open item
+        self.seq_prefix: list[str] | None = None  # label sequence in the current zone
+        self.seq_last: int | None = None
+        self.seq_style: str | None = None
+        self.prev_text = ""  # the previous line: does a label start a sentence?
+        self.instructions: list[tuple[int, int, str]] = []
+        self.zone_instruction: str | None = None
+        self.order = 0
+        self.text_lines: list[str] = []
+        self.text_start: tuple[int, Any] | None = None
+        self.out: list[Record] = []
+        self.page_units = 0
+        self.lines_on_page = 0
+        self.next_line: dict | None = None
+        self.zone_size = 0.0  # font size of the heading that opened the current zone
+
+    # ---- pages ---------------------------------------------------------------------------
+    def page(self, page: dict) -> Iterator[Record | tuple[Record, Drop]]:
+        number = page["source"]["page"]
+        lines = page["lines"]
+        texts = [ln["text"] for ln in lines]
+        all_text = "\n".join(texts)
+        where = f"{self.document} page {number}"
+        if sum(len(t.replace(" ", "")) for t in texts) < self.config.min_page_chars:
+            yield page, Drop("blank_page", f"{where}: no text after removing headers and page numbers")
+            return
+        if is_contents_page(texts):
+            yield page, Drop("table_of_contents", f"{where}: a table of contents")
+            return
+        may_drop = (self.config.drop_non_stem and self.zone in ("body", "other") and self.unit is None
+                    and not has_stem_signal(all_text))
+        ocr = page.get("backend") in ("tesseract", "vlm")
+        if not ocr:
+            for ln in lines:
+                self.sizes[round(ln["size"] * 2) / 2] += len(ln["text"])
+        body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
+        self.page_units = 0
+        for i, ln in enumerate(lines):
+            self.lines_on_page = i
+            self.next_line = lines[i + 1] if i + 1 < len(lines) else None
+            self._line(ln, page, body, ocr)
+        if may_drop and self.page_units == 0 and self.unit is None:
+            self.text_lines.clear()
+            yield from self._take()
+            yield page, Drop("no_stem_content", f"{where}: prose without numbers, formulas or exercises")
+            return
+        yield from self._take()
+
+    def finish(self) -> Iterator[Record]:
+        self._close()
+        self._flush_text()
+        yield from self._take()
+
+    def _take(self) -> Iterator[Record]:
+        out, self.out = self.out, []
+        yield from out
+
+    # ---- lines -------------------------------------------------------------------------------
+    def _line(self, ln: dict, page: dict, body: float, ocr: bool) -> None:
+        text, ended = strip_end_mark(ln["text"])
+        if not text.strip():
+            if ended:
+                self._close()
+            return
+        try:
+            self._classify(text, ended, ln, page, body, ocr)
+        finally:
+            self.prev_text = text.rstrip()
+
+    def _classify(self, text: str, ended: bool, ln: dict, page: dict, body: float, ocr: bool) -> None:
+        big = not ocr and ln["size"] >= 1.12 * body and len(text) <= 130
+        bold = bool(ln.get("bold")) and not ocr
+        if self.unit is not None and not (big or bold) and not could_be_structural(text):
+            self._append(text, page)  # the common case: the open item's text goes on
+            if ended:
+                self._close()
+            return
+        if big and (h := parse_heading(text, big, bold)) is not None and self._plausible_heading(h, text, bold, big, ln, body):
+            self._heading(h, ln["size"], page)
+            return
+        if self.zone == "exercises" and (rng := instruction_range(text)) is not None:
+            self._close()
+            self._open("instruction", None, text, ln, page, instruction_range=rng)
+            return
+        label = parse_label(text, self.zone, bold)
+        if label is not None and self._accept(label, bold):
+            self._start_item(label, ln, page, bold)
+            if ended:
+                self._close()
+            return
+        h = parse_heading(text, big, bold) if (big or bold or maybe_heading(text)) else None
+        if h is not None and self._plausible_heading(h, text, bold, big, ln, body):
+            self._heading(h, ln["size"], page)
+            return
+        if self.unit is None and self.zone == "exercises" and self.seq_last is None and looks_like_instruction(text):
+            self._open("instruction", None, text, ln, page)
+            return
+        if self.unit is not None:
+            self._append(text, page)
+            if ended:
+                self._close()
+        elif self.config.emit_text:
+            if not self.text_lines:
+                self.text_start = (page["source"]["page"], ln)
+            self.text_lines.append(text)
+            if sum(map(len, self.text_lines)) >= self.config.text_chunk_chars:
+                self._flush_text()
+
+    # ---- headings and zones --------------------------------------------------------------------
+    def _plausible_heading(self, h: Heading, text: str, bold: bool, big: bool, ln: dict | None = None,
+                           body: float = 10.0) -> bool:
+        """Filter the heading candidates that figures and wrapped sentences produce."""
+        if h.bare:
+            # a bare number or letter in large type is a chapter opener if it tops the page and a
+            # title in the same type follows (and numbers go up); otherwise a figure label
+            nxt = self.next_line
+            if ln is None or self.lines_on_page != 0 or ln["size"] < 1.6 * body or nxt is None:
+                return False
+            if abs(nxt["size"] - ln["size"]) > 0.2 * ln["size"] or not nxt["text"][:1].isupper():
+                return False
+            current = self.path[0] if self.path else None
+            return not (h.number.isdigit() and current and current.isdigit() and int(h.number) <= int(current))
+        if h.kind == "title" and h.zone:
+            return True  # "Answers to Exercises", "Index": parse_heading already judged the wording
+        if h.kind == "title":
+            words = text.split()
+            if self.zone in ("exercises", "answers") and ln is not None and ln["size"] <= self.zone_size + 0.5:
+                return False  # a figure label inside an exercise, not a new part
+            return (big and ln is not None and ln["size"] >= 1.3 * body and text[:1].isupper()
+                    and (len(words) >= 2 or len(text) >= 4) and not text.endswith((".", ",", ";")))
+        if h.zone == "exercises" and not (bold or big):
+            return text[:1].isupper() and not text.endswith((".", ",", ";")) and len(text.split()) <= 4
+        if h.zone or h.kind in ("chapter", "named"):
+            return True
+        return h.kind == "section" and (bold or big)
+
+    def _heading(self, h: Heading, size: float, page: dict) -> None:
+        self._close()
+        self._flush_text()
+        if self.zone == "answers":
+            if h.zone == "other":
+                self.zone = "other"
+        elif h.zone == "answers":
+            self.zone = "answers"
+            self.stack, self.path = [], []  # the key builds its own context from its headings
+        elif h.zone in ("exercises", "other"):
+            self.zone = h.zone
+        else:
+            self.zone = "body"
+        if h.zone:
+            self.zone_size = size
+        self.seq_prefix, self.seq_last, self.seq_style = None, None, None
+        self.instructions, self.zone_instruction = [], None
+        if h.tokens and self.path[-len(h.tokens):] != h.tokens:  # "Exercises 2.1" under 2.1: same place
+            if h.kind == "chapter":
+                self.stack = [(size, h.kind, h.tokens)]
+            else:
+                while self.stack and self.stack[-1][1] != "chapter" and self.stack[-1][0] <= size + 0.5:
+                    self.stack.pop()
+                self.stack.append((size, h.kind, h.tokens))
+            path: list[str] = []
+            for _, _, tokens in self.stack:
+                path = merge_path(path, tokens)
+            self.path = path
+        if h.title and not h.zone:
+            self.section_title = h.title
+
+    # ---- items ------------------------------------------------------------------------------------
+    def _accept(self, label: Label, bold: bool) -> bool:
+        if label.kind in ("exercise", "example") or label.keyword:
+            # in running text "... as in\nExercise 34." is a cross-reference: a label in body type
+            # must start a sentence
+            return bold or self.zone in ("exercises", "answers") or self.prev_text.endswith(
+                (".", "?", "!", ":", "□", "■", "∎")) or not self.prev_text
+        tokens = number_tokens(label.number)
+        if not tokens[-1].isdigit():
+            return False
+        n, prefix = int(tokens[-1]), tokens[:-1]
+        if self.seq_last is None:
+            return True  # the first item of a zone (exercise lists often continue a counter)
+        if _style(label) != self.seq_style and not (bold and n == self.seq_last + 1):
+            return False  # "(1)" inside exercise 2.20 numbered "2.20" is a sub-part
+        if label.kind == "answer-key":  # a dotted key: "1.4.17", "One.I.1.17"
+            if prefix == self.seq_prefix:
+                return n > self.seq_last or bold
+            return bold or merge_path(self.path, tokens) != self.path + tokens
+        if prefix != self.seq_prefix:
+            return n == 1 or (bold and n <= 3)
+        if self.zone == "answers":
+            return self.seq_last < n <= self.seq_last + 60
+        return n == self.seq_last + 1 or (bold and self.seq_last < n <= self.seq_last + 3)
+
+    def _start_item(self, label: Label, ln: dict, page: dict, bold: bool) -> None:
+        self._close()
+        tokens = number_tokens(label.number)
+        if tokens[-1].isdigit():
+            self.seq_prefix, self.seq_last, self.seq_style = tokens[:-1], int(tokens[-1]), _style(label)
+        kind = {"answer-key": "answer", "example": "example"}.get(label.kind)
+        if kind is None:
+            kind = "answer" if self.zone == "answers" else "exercise"
+        if kind == "answer" and label.kind == "number" and tokens[-1].isdigit():
+            parts = split_inline_keys(label.rest, int(tokens[-1]))
+            for number, rest in parts[:-1]:
+                self._open("answer", label.printed if number == label.number else f"{number}.", rest, ln, page,
+                           number=number)
+                self._close()
+            number, rest = parts[-1]
+            if number != label.number:
+                self.seq_last = int(number)
+            self._open("answer", label.printed if number == label.number else f"{number}.", rest, ln, page,
+                       number=number)
+            return
+        self._open(kind, label.printed, label.rest, ln, page, number=label.number)
+
+    def _instruction_for(self, number: str | None) -> str | None:
+        if number and number.split(".")[-1].isdigit():
+            n = int(number.split(".")[-1])
+            for lo, hi, text in reversed(self.instructions):
+                if lo <= n <= hi:
+                    return text
+        return self.zone_instruction
+
+    def _open(self, kind: str, label: str | None, text: str, ln: dict, page: dict, number: str | None = None,
+              instruction_range: tuple[int, int] | None = None) -> None:
+        src = page["source"]
+        path = merge_path(self.path, number_tokens(number)) if number else list(self.path)
+        self.unit = {
+            "kind": kind, "label": label, "number": number, "path": path, "lines": [text] if text else [],
+            "page": src["page"], "last_page": src["page"], "line": ln.get("line"),
+            "span": f"{ln['x0']:.0f},{ln['y0']:.0f},{ln['x1']:.0f},{ln['y1']:.0f}",
+            "backends": {page.get("backend", "text")}, "quality": page.get("quality", 1.0),
+            "instruction": self._instruction_for(number) if kind in ("exercise", "example") and self.zone == "exercises" else None,
+            "range": instruction_range,
+        }
+        self.page_units += 1
+
+    def _append(self, text: str, page: dict) -> None:
+        u = self.unit
+        u["lines"].append(text)
+        if page["source"]["page"] != u["last_page"]:
+            u["last_page"] = page["source"]["page"]
+            u["backends"].add(page.get("backend", "text"))
+            u["quality"] = min(u["quality"], page.get("quality", 1.0))
+
+    def _close(self) -> None:
+        u, self.unit = self.unit, None
+        if u is None:
+            return
+        text = join_lines(u["lines"])
+        if u["kind"] == "instruction":
+            if u["range"]:
+                self.instructions.append((*u["range"], text))
+            else:
+                self.zone_instruction = text
+        self._emit(u["kind"], text, u, label=u["label"], number=u["number"], path=u["path"],
+                   instruction=u["instruction"])
+
+    def _flush_text(self) -> None:
+        if not self.text_lines or self.text_start is None:
+            self.text_lines = []
+            return
+        page_no, ln = self.text_start
+        u = {"page": page_no, "last_page": page_no, "line": ln.get("line"),
+             "span": f"{ln['x0']:.0f},{ln['y0']:.0f},{ln['x1']:.0f},{ln['y1']:.0f}", "backends": set(), "quality": 1.0}
+        self._emit("text", join_lines(self.text_lines), u, path=list(self.path))
+        self.text_lines = []
+
+    def _emit(self, kind: str, text: str, u: dict, label=None, number=None, path=None, instruction=None) -> None:
+        self.order += 1
+        self.out.append({  # a DocUnit row (built as a dict: thousands per book, validated by its Arrow schema)
+            "id": unit_id(self.document, self.order, text), "kind": kind, "zone": self.zone, "path": path or [],
+            "section": printed_path(self.path) or None, "section_title": self.section_title, "label": label,
+            "number": number, "text": text, "instruction": instruction,
+            "source": {"document": self.document, "page": u["page"], "section": None, "number": None,
+                       "span": u["span"], "url": None, "commit": None, "line": u["line"], "license": None},
+            "last_page": u["last_page"], "backends": sorted(u["backends"]), "quality": u["quality"],
+            "order": self.order, "provenance": [],
+        })

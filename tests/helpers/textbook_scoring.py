@@ -1,0 +1,128 @@
+"""Precision and recall of extracted QA items against known truth (generated or hand-checked).
+
+Texts are compared after normalization (lower case, letters and digits only), so layout and OCR
+spacing do not count; a question matches when the normalized texts are at least `min_ratio`
+similar (difflib), an answer when it is equal (short answers) or `min_ratio` similar (long ones).
+Matching is one-to-one and greedy by similarity, questions restricted to the same document.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+def norm(text: str | None) -> str:
+    return _NON_ALNUM.sub("", unicodedata.normalize("NFKC", text or "").lower())
+
+
+def similar(a: str | None, b: str | None, min_ratio: float = 0.85) -> bool:
+    """Equal short texts; long ones `min_ratio` similar, or (a boundary drawn a little
+    differently: a trailing figure label, a running title) one at least 80% as long as the
+    other and `min_ratio` similar to the other's start."""
+    x, y = norm(a), norm(b)
+    if not x or not y:
+        return False
+    if len(x) < 12 or len(y) < 12:
+        return x == y
+    if x == y:
+        return True
+    if _ratio(x, y) >= min_ratio:
+        return True
+    short, long_ = sorted((x, y), key=len)
+    return len(short) >= 0.8 * len(long_) and _ratio(short, long_[: len(short)]) >= min_ratio
+
+
+def _ratio(x: str, y: str) -> float:
+    sm = SequenceMatcher(None, x, y, autojunk=False)
+    return sm.ratio() if sm.real_quick_ratio() >= 0.5 and sm.quick_ratio() >= 0.5 else 0.0
+
+
+@dataclass
+class Truth:
+    document: str
+    question: str
+    answer: str | None
+    key: str = ""  # for reports: "2.1#5"
+
+
+@dataclass
+class Scores:
+    questions_truth: int = 0
+    questions_predicted: int = 0
+    questions_matched: int = 0
+    answers_truth: int = 0
+    pairs_predicted: int = 0
+    pairs_correct: int = 0
+    unanswered_truth: int = 0
+    unanswered_kept: int = 0
+    missed: list[str] = field(default_factory=list)
+    spurious: list[str] = field(default_factory=list)
+    wrong_pairs: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def _ratio(a: int, b: int) -> float:
+        return a / b if b else 1.0
+
+    @property
+    def extraction_precision(self) -> float:
+        return self._ratio(self.questions_matched, self.questions_predicted)
+
+    @property
+    def extraction_recall(self) -> float:
+        return self._ratio(self.questions_matched, self.questions_truth)
+
+    @property
+    def pairing_precision(self) -> float:
+        return self._ratio(self.pairs_correct, self.pairs_predicted)
+
+    @property
+    def pairing_recall(self) -> float:
+        return self._ratio(self.pairs_correct, self.answers_truth)
+
+    def summary(self) -> str:
+        return (f"extraction P {self.extraction_precision:.3f} R {self.extraction_recall:.3f} "
+                f"({self.questions_matched}/{self.questions_predicted} predicted, {self.questions_matched}/{self.questions_truth} true); "
+                f"pairing P {self.pairing_precision:.3f} R {self.pairing_recall:.3f} "
+                f"({self.pairs_correct}/{self.pairs_predicted} pairs, {self.pairs_correct}/{self.answers_truth} answers); "
+                f"unanswered kept {self.unanswered_kept}/{self.unanswered_truth}")
+
+
+def score(predicted: list[dict], truth: list[Truth], min_ratio: float = 0.85) -> Scores:
+    """`predicted`: QA item rows (question, answer, source.document, tags)."""
+    s = Scores(questions_truth=len(truth), questions_predicted=len(predicted))
+    s.answers_truth = sum(1 for t in truth if t.answer)
+    s.unanswered_truth = sum(1 for t in truth if not t.answer)
+    s.pairs_predicted = sum(1 for p in predicted if p["answer"])
+    by_doc: dict[str, list[int]] = {}
+    for j, p in enumerate(predicted):
+        by_doc.setdefault(p["source"]["document"], []).append(j)
+    taken: set[int] = set()
+    for t in truth:
+        cands = [j for j in by_doc.get(t.document, []) if j not in taken]
+        tn = norm(t.question)
+        exact = [j for j in cands if norm(predicted[j]["question"]) == tn]
+        hit = exact[0] if exact else next((j for j in cands if similar(predicted[j]["question"], t.question, min_ratio)), None)
+        if hit is None:
+            s.missed.append(f"{t.key}: {t.question[:80]}")
+            continue
+        taken.add(hit)
+        s.questions_matched += 1
+        p = predicted[hit]
+        if t.answer and p["answer"]:
+            if similar(p["answer"], t.answer, min_ratio):
+                s.pairs_correct += 1
+            else:
+                s.wrong_pairs.append(f"{t.key}: got {p['answer'][:60]!r}, want {t.answer[:60]!r}")
+        elif t.answer and not p["answer"]:
+            s.wrong_pairs.append(f"{t.key}: got no answer, want {t.answer[:60]!r}")
+        elif not t.answer and not p["answer"]:
+            s.unanswered_kept += 1
+        elif not t.answer and p["answer"]:
+            s.wrong_pairs.append(f"{t.key}: got {p['answer'][:60]!r}, want none")
+    s.spurious = [predicted[j]["question"][:80] for j in range(len(predicted)) if j not in taken]
+    return s
