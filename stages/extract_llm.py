@@ -15,6 +15,7 @@ An async stage with a row cache: a resumed run repeats no call.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -74,8 +75,8 @@ class ExtractLLM(Stage):
     cache = True
     concurrency = 16
 
-    def setup(self, ctx: StageContext) -> None:
-        require_llm(ctx, self.config.llm_role, f"extract.method={self.config.method}")
+    def check(self, llm_config: Any) -> None:
+        require_llm(llm_config, self.config.llm_role, f"extract.method={self.config.method}")
 
     async def process(self, record: Record, ctx: StageContext) -> list[Record] | Drop | Keep:
         c = self.config

@@ -23,11 +23,11 @@ import asyncio
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
+from rlclimb.pipelines.stage import ConfigError, Drop, Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import QAItem, Source
 
 from .pair_keys import KeyIndex, key_confidence
@@ -65,11 +65,17 @@ class PairQA(Stage):
     Config = PairConfig
     output_model = QAItem
 
-    def setup(self, ctx: StageContext) -> None:
+    def check(self, llm_config: Any) -> None:
         if self.config.llm_role:
-            require_llm(ctx, self.config.llm_role, "pair.llm_role")
+            require_llm(llm_config, self.config.llm_role, "pair.llm_role")
+        from .embedding import BACKENDS
+
+        if self.config.embeddings and self.config.embedding_backend not in BACKENDS:
+            raise ConfigError(f"pair.embedding_backend: unknown {self.config.embedding_backend!r}; "
+                              f"choose one of {', '.join(BACKENDS)}")
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+        self.note: str | None = None
         questions: list[dict] = []
         answers: list[dict] = []
         for r in records:
@@ -96,8 +102,9 @@ class PairQA(Stage):
                 unplaced = self._by_llm(questions, answers, unplaced, pairs, drops, ctx)
             for ai, _ in unplaced:
                 a = answers[ai]
+                hint = f" (embeddings off: {self.note})" if self.note else ""
                 drops.append((a, Drop("unmatched_answer", f"{_where(a)}: answer {a.get('number')!r} "
-                                                           f"(path {'.'.join(a['path'])}) fits no question")))
+                                                           f"(path {'.'.join(a['path'])}) fits no question{hint}")))
         if self.config.llm_verify and self.config.llm_role and ctx.llm is not None:
             self._verify(questions, pairs, drops, ctx)
         for qi, q in enumerate(questions):
@@ -149,7 +156,8 @@ class PairQA(Stage):
             return [(ai, cands[: c.top_k]) for ai, cands in pending]
         from .embedding import load_embedder, missing_extra
 
-        if missing_extra(c.embedding_backend):
+        if (problem := missing_extra(c.embedding_backend)) is not None:
+            self.note = problem  # numbering still pairs; ledgered leftovers say what is missing
             return [(ai, cands[: c.top_k]) for ai, cands in pending]
         pending = [(ai, [i for i in cands if i not in pairs]) for ai, cands in pending]  # only free questions
         embedder = load_embedder(c.embedding_backend)

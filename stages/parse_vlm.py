@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import base64
 import re
+from typing import Any
 
 from pydantic import Field
 
-from rlclimb.pipelines.readers import InputError
-from rlclimb.pipelines.stage import Drop, Keep, Record, Stage, StageConfig, StageContext
+from rlclimb.pipelines.stage import (
+    ConfigError,
+    Drop,
+    Keep,
+    Record,
+    Stage,
+    StageConfig,
+    StageContext,
+)
 
 from .parse_layout import clean_text
 from .parse_pdf import cached_pdf
@@ -66,8 +74,8 @@ class OcrVlm(Stage):
     cache = True
     concurrency = 8
 
-    def setup(self, ctx: StageContext) -> None:
-        require_llm(ctx, self.config.role, "parse.ocr=vlm")
+    def check(self, llm_config: Any) -> None:
+        require_llm(llm_config, self.config.role, "parse.ocr=vlm")
 
     async def process(self, record: Record, ctx: StageContext) -> Record | Keep | Drop:
         if not record.get("needs_ocr"):
@@ -96,8 +104,13 @@ class OcrVlm(Stage):
         return Keep(record, model=reply.model, cost=reply.cost)
 
 
-def require_llm(ctx: StageContext | None, role: str, what: str) -> None:
-    """Fail before any work when a stage was asked to use a model but none is configured."""
-    if ctx is not None and ctx.llm is None:
-        raise InputError(f"{what} needs an LLM endpoint: add an `llm:` section with a profile for role "
-                         f"{role!r} to the --config file (see README, Configuration)")
+def require_llm(llm_config: Any, role: str, what: str) -> None:
+    """Fail before a run writes anything when a stage was asked to use a model that the run's
+    config does not provide (no `llm:` section, or no profile for the role)."""
+    if llm_config is None:
+        raise ConfigError(f"{what} needs an LLM endpoint: add an `llm:` section with a profile for role "
+                          f"{role!r} to the --config file (see README, Configuration)")
+    try:
+        llm_config.resolve(role)
+    except ValueError as e:
+        raise ConfigError(f"{what}: {e}") from None
