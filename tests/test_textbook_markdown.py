@@ -129,3 +129,29 @@ def test_unreadable_text_files_are_ledgered(tmp_path):
     reasons = {Path(d["file"]).name: (d["reason"], d["detail"]) for d in ledger}
     assert reasons["latin1.txt"][0] == "bad_encoding" and "iconv" in reasons["latin1.txt"][1]
     assert reasons["empty.md"][0] == "empty_document"
+
+
+def test_curate_option_cleans_dedups_and_curates_document_items(tmp_path):
+    md = tmp_path / "sequences.md"
+    md.write_text(MARKDOWN)
+    out = tmp_path / "curated"
+    result = runner.invoke(app, ["run", "qa-markdown", "--input", str(md), "--out", str(out), "--quiet",
+                                 "--set", "curate=true", "--set", "validate.min_question_chars=5"])
+    assert result.exit_code == 0, result.output
+    rows = [r for f in sorted((out / "data").glob("*.parquet")) for r in read_rows(f)]
+    ledger = pq.read_table(out / "ledger").to_pylist()
+    stages = [s["name"] for s in json.loads((out / "stats.json").read_text())["stages"]]
+    assert stages[:5] == ["read", "structure", "extract", "pair", "normalize"]
+    assert {"validate", "dedup_exact", "dedup_minhash", "verifiable", "taxonomy"} <= set(stages)
+    # the unanswered proof exercise is not training data once curated: ledgered, with its reason
+    assert [(r["stage"], r["reason"]) for r in ledger] == [("validate", "empty_answer")]
+    assert sorted(r["source"]["number"] for r in rows) == ["1", "2", "3"]
+    assert all(r["topic"] and r["question_type"] for r in rows)  # curation labels are on the items
+
+
+def test_curate_option_rejects_non_boolean(tmp_path):
+    md = tmp_path / "sequences.md"
+    md.write_text(MARKDOWN)
+    result = runner.invoke(app, ["run", "qa-markdown", "--input", str(md), "--out", str(tmp_path / "x"),
+                                 "--set", "curate=maybe"])
+    assert result.exit_code == 2 and "curate" in result.output and not (tmp_path / "x").exists()

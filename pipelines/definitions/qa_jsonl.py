@@ -13,7 +13,7 @@ from rlclimb.stages.text import NormalizeText, ValidateQA
 
 from ..engine import Pipeline
 from ..readers import JsonlReader
-from . import ConfigError, configure
+from . import configure
 
 STAGES = [ImportQA, NormalizeText, ValidateQA, ExactDedup, MinHashDedup, VectorDedup, Decontam]
 
@@ -23,15 +23,9 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
     # Vector dedup loads a model (~10 s) and embeds ~100 records/s on CPU: opt in with
     # --set dedup_vector.enabled=true. Decontam runs once benchmarks are given.
     sections["dedup_vector"] = {"enabled": False, **(sections.get("dedup_vector") or {})}
-    curate = sections.pop("curate", False)  # opt-in (`--set curate=true`): append the stem-curate stages
-    extra: list = []
-    if curate is not False:
-        from .stem_curate import curation_stages, split_sections
+    from .stem_curate import curate_option
 
-        if curate is not True:
-            raise ConfigError(f"config curate: expected true or false, got {curate!r}")
-        sections, curate_sections = split_sections(sections)
-        extra = curation_stages(curate_sections)
+    sections, extra = curate_option(sections)  # opt-in (`--set curate=true`): the stem-curate stages
     stages = [s for s in configure(STAGES, sections) if getattr(s, "active", True)] + extra
     return Pipeline(
         name="qa-jsonl",

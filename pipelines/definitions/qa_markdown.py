@@ -4,6 +4,7 @@
 
 The same structure, extract and pair stages as textbook-pdf; the reader turns markup into the
 cues a PDF gives by typography (headings, bold labels, LaTeX exercise environments).
+`--set curate=true` appends cleaning, dedup and curation as in textbook-pdf.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from rlclimb.stages.parse_markdown import TextDocumentReader
 
 from ..engine import Pipeline
 from . import configure
-from .textbook_pdf import document_stages, with_text_units
+from .textbook_pdf import curated, document_stages, with_text_units
 
 
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
-    sections = with_text_units(dict(sections))
-    stages = configure(document_stages(sections), sections)
+    sections, extra = curated(with_text_units(dict(sections)))
+    stages = configure(document_stages(sections), sections) + extra
     return Pipeline(
         name="qa-markdown",
         reader=TextDocumentReader(inputs),
         stages=stages,
-        config={s.name: s.config.model_dump(mode="json") for s in stages},
+        config={s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )

@@ -6,7 +6,7 @@ Stages, cheap rules first and the embedding-bound taxonomy last:
   cleanup -> question_type -> verifiable -> pii -> evergreen -> convert -> leakage -> taxonomy
 Each stage has `method: embedded` (default, no model) or `method: llm`; with `llm`, conversion runs
 `convert.runs` times (3) behind a consensus stage. `<stage>.enabled=false` leaves a stage out.
-`qa-jsonl` appends the same stages with `--set curate=true`.
+`qa-jsonl`, `textbook-pdf` and `qa-markdown` append the same stages with `--set curate=true`.
 """
 
 from __future__ import annotations
@@ -54,6 +54,23 @@ def curation_stages(sections: dict[str, Any]) -> list[Stage]:
             except TaxonomyError as e:
                 raise ConfigError(str(e)) from None
     return [with_consensus(st) if isinstance(st, ConvertStage) else st for st in stages]
+
+
+def curate_option(sections: dict[str, Any], before: list[type[Stage]] = ()) -> tuple[dict[str, Any], list[Stage]]:
+    """Pop a pipeline's opt-in `curate` flag (`--set curate=true`): (remaining sections, stages to
+    append). `before` are extra stage classes that run first when curating (e.g. the document
+    pipelines' normalize -> validate -> dedup); their sections are taken out too."""
+    sections = dict(sections)
+    curate = sections.pop("curate", False)
+    if curate is False:
+        return sections, []
+    if curate is not True:
+        raise ConfigError(f"config curate: expected true or false, got {curate!r}")
+    sections, curate_sections = split_sections(sections)
+    names = {cls.name for cls in before}
+    first = configure(list(before), {k: v for k, v in sections.items() if k in names})
+    rest = {k: v for k, v in sections.items() if k not in names}
+    return rest, [s for s in first if getattr(s, "active", True)] + curation_stages(curate_sections)
 
 
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:

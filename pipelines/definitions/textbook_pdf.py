@@ -7,6 +7,8 @@
 - structure: headers/footers stripped, hierarchy, exercise / answer-key zones, shared instructions;
 - extract: question and answer spans (`extract.method: structure | llm | both`);
 - pair: answers matched to questions by numbering, embeddings, optionally an LLM.
+With `--set curate=true` the items then go through normalize -> validate (unanswered questions
+are ledgered there as `empty_answer`) -> exact and MinHash dedup -> the stem-curate stages.
 """
 
 from __future__ import annotations
@@ -41,18 +43,30 @@ def with_text_units(sections: dict[str, Any]) -> dict[str, Any]:
     return sections
 
 
+def curated(sections: dict[str, Any]) -> tuple[dict[str, Any], list]:
+    """The `curate` option of the document pipelines: cleaning, dedup, then the curation stages."""
+    from rlclimb.stages.dedup_exact import ExactDedup
+    from rlclimb.stages.dedup_minhash import MinHashDedup
+    from rlclimb.stages.text import NormalizeText, ValidateQA
+
+    from .stem_curate import curate_option
+
+    return curate_option(sections, [NormalizeText, ValidateQA, ExactDedup, MinHashDedup])
+
+
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
-    sections = with_text_units(dict(sections))
+    sections, extra = curated(with_text_units(dict(sections)))
     vlm = (sections.get("parse") or {}).get("ocr") == "vlm"
     if "ocr_vlm" in sections and not vlm:
         raise ConfigError("config ocr_vlm: set parse.ocr=vlm to use the vision-model OCR stage")
     classes = [ParsePdf, *([OcrVlm] if vlm else []), *document_stages(sections)]
     stages = configure(classes, sections)
     parse = stages[0]
+    stages += extra
     return Pipeline(
         name="textbook-pdf",
         reader=PdfPageReader(inputs, pages_per_shard=parse.config.pages_per_shard),
         stages=stages,
-        config={s.name: s.config.model_dump(mode="json") for s in stages},
+        config={s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )
