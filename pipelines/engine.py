@@ -41,7 +41,7 @@ from .kvstore import KVStore
 from .progress import Progress
 from .readers import InputError, Rejected, parquet_shards
 from .rundir import RunDir
-from .stage import TRANSIENT_DROP_REASONS, Drop, Keep, Record, Stage, StageContext
+from .stage import TRANSIENT_DROP_REASONS, Drop, Keep, Record, Stage, StageContext, setup_stages
 
 
 @dataclass
@@ -486,8 +486,7 @@ _WORKER_STATE: dict[str, ShardRunner] = {}
 def _worker_shard(seg: Segment, ctx: StageContext, cache_path: str | None, seg_dir: str, i: int, items: list) -> dict:
     runner = _WORKER_STATE.get(seg.fingerprint)
     if runner is None:
-        for s in seg.stages:
-            s.setup(ctx)
+        setup_stages(seg.stages, ctx)
         runner = ShardRunner(seg.stages, ctx, KVStore(cache_path) if cache_path else None, seg.first)
         _WORKER_STATE[seg.fingerprint] = runner
     rows, ledger, stats = runner.run(items)
@@ -557,8 +556,7 @@ class LocalExecutor:
                     progress.advance(task, len(items), 0, resumed=True)
                     continue
                 if runner is None:
-                    for s in seg.stages:
-                        s.setup(self.ctx)
+                    setup_stages(seg.stages, self.ctx)
                     runner = ShardRunner(seg.stages, self.ctx, self.cache, seg.first, self.loop)
                 rows, ledger, stats = runner.run(items)
                 commit_shard(seg_dir, i, rows, ledger, stats, seg)
@@ -589,7 +587,7 @@ class LocalExecutor:
         if marker.exists():
             return
         stage = seg.stages[0]
-        stage.setup(self.ctx)
+        setup_stages([stage], self.ctx)
         for stale in seg_dir.glob("part-*"):
             stale.unlink()
         task = progress.task(stage.name, self._total(seg))

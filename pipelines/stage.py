@@ -56,6 +56,21 @@ class ConfigError(ValueError):
     """Unusable configuration, found before anything is written (the CLI exits 2 with it)."""
 
 
+class StageSetupError(ConfigError):
+    """A stage could not start (a model, a tool or a data file is missing or broken)."""
+
+
+def setup_stages(stages: list[Stage], ctx: StageContext) -> None:
+    """Run each stage's setup; a failure becomes one line naming the stage (no traceback)."""
+    for stage in stages:
+        try:
+            stage.setup(ctx)
+        except StageSetupError:
+            raise
+        except Exception as e:
+            raise StageSetupError(f"stage {stage.name}: setup failed: {type(e).__name__}: {e}") from e
+
+
 class StageConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -650,3 +650,30 @@ def test_setup_runs_once_before_records_and_default_options_work(tmp_path):
                           tmp_path / "run")  # default options: progress bars on a non-terminal
     assert calls == [f"setup {tmp_path / 'run'}", "r00", "r01", "r02", "r03", "r04"]
     assert [r["text"] for r in data_rows(result.run_dir)] == [f"w{n} x{n % 4}!" for n in range(5)]
+
+
+class _BrokenSetup(Stage):
+    name = "needs_model"
+    version = "1"
+
+    def setup(self, ctx: StageContext) -> None:
+        raise FileNotFoundError("/models/missing.bin")
+
+    def process(self, record, ctx):
+        return record
+
+
+class _BrokenGlobalSetup(_BrokenSetup):
+    kind = "global"
+
+    def run(self, records, ctx):
+        yield from records
+
+
+@pytest.mark.parametrize("stage", [_BrokenSetup, _BrokenGlobalSetup])
+def test_stage_setup_failure_is_one_line_naming_the_stage(tmp_path, stage):
+    from rlclimb.pipelines.stage import ConfigError
+
+    src = write_lines(tmp_path / "in.jsonl", [item(n) for n in range(3)])
+    with pytest.raises(ConfigError, match=r"^stage needs_model: setup failed: FileNotFoundError: /models/missing.bin$"):
+        run_pipeline(Pipeline("main", JsonlReader([src]), [hs.ImportItem(), stage()]), tmp_path / "run", quiet())
