@@ -104,6 +104,11 @@ class Stage:
     concurrency: ClassVar[int] = 16
     # Pydantic model of the records this stage emits, when it changes the record kind.
     output_model: ClassVar[type[BaseModel] | None] = None
+    # Pipelines leave a stage out when its config section says `enabled: false` (the default
+    # for opt-in stages such as vector dedup, which loads a model).
+    enabled_by_default: ClassVar[bool] = True
+    # An instance may also find it has nothing to do (e.g. decontam without benchmarks).
+    active: bool = True
 
     def __init__(self, config: StageConfig | dict | None = None, **overrides: Any):
         if isinstance(config, StageConfig):

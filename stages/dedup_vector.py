@@ -44,7 +44,6 @@ _QUERY_CHUNK = 4096  # vectors range-searched at once (bounds the result lists)
 
 
 class VectorDedupConfig(ClusterConfig):
-    enabled: bool = True
     backend: Literal["minilm", "minilm-int8", "static"] = "minilm"
     threshold: float | None = Field(None, gt=0, le=1)  # cosine; None = the backend's default
     numbers: Literal["exact", "ignore"] = "exact"  # exact: duplicates state the same numbers
@@ -56,7 +55,7 @@ class VectorDedupConfig(ClusterConfig):
 
     @model_validator(mode="after")
     def _extra_installed(self):
-        if self.enabled and (msg := missing_extra(self.backend)):
+        if msg := missing_extra(self.backend):
             raise ValueError(msg)
         return self
 
@@ -76,18 +75,13 @@ class VectorDedup(Stage):
     kind = "global"
     Config = VectorDedupConfig
     drop_reason = "duplicate_vector"
-
-    @property
-    def active(self) -> bool:
-        return self.config.enabled
+    # Loads a model (~10 s) and embeds ~100 records/s on CPU: opt in with dedup_vector.enabled=true.
+    enabled_by_default = False
 
     def setup(self, ctx: StageContext) -> None:
-        self.embedder: Embedder | None = load_embedder(self.config.backend) if self.config.enabled else None
+        self.embedder: Embedder = load_embedder(self.config.backend)
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
-        if not self.config.enabled:
-            yield from records
-            return
         workdir = spill_directory(ctx, self.name, self.config.spill_dir)
         try:
             yield from self._run(records, ctx, workdir)

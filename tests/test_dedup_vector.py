@@ -84,7 +84,7 @@ def test_missing_extra_is_a_config_error_naming_it(monkeypatch, tmp_path):
     monkeypatch.setattr(embedding.importlib.util, "find_spec",
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
     with pytest.raises(ValueError, match=r"'embed' extra .*pip install 'rlclimb\[embed\]'"):
-        VectorDedupConfig(enabled=True, backend="minilm")
+        VectorDedupConfig(backend="minilm")
     src = tmp_path / "in.jsonl"
     src.write_text('{"question": "What is 2+2 here?", "answer": "4"}\n')
     with pytest.raises(ConfigError, match=r"dedup_vector.*rlclimb\[embed\]"):

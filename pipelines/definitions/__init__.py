@@ -16,19 +16,30 @@ from ..stage import ConfigError, Stage
 
 
 def configure(stage_classes: list[type[Stage]], sections: dict[str, Any]) -> list[Stage]:
-    """Instantiate stages from per-stage config sections, naming any unknown or invalid key."""
+    """Instantiate stages from per-stage config sections, naming any unknown or invalid key.
+
+    Every section may say `enabled: true|false` (`--set <stage>.enabled=false`): disabled stages,
+    and stages that find nothing to do (`active` false), are left out of the pipeline."""
     known = {cls.name: cls for cls in stage_classes}
     unknown = set(sections) - set(known)
     if unknown:
         raise ConfigError(f"unknown stage section(s) {sorted(unknown)}; this pipeline's stages: {sorted(known)}")
     stages = []
     for cls in stage_classes:
+        section = dict(sections.get(cls.name) or {})
+        enabled = section.pop("enabled", cls.enabled_by_default)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"config {cls.name}.enabled: expected true or false, got {enabled!r}")
+        if not enabled:
+            continue
         try:
-            stages.append(cls(sections.get(cls.name) or {}))
+            stage = cls(section)
         except ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(x) for x in (cls.name, *err["loc"]))
             raise ConfigError(f"config {where}: {err['msg']}") from None
+        if stage.active:
+            stages.append(stage)
     return stages
 
 

@@ -19,14 +19,11 @@ STAGES = [ImportQA, NormalizeText, ValidateQA, ExactDedup, MinHashDedup, VectorD
 
 
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
-    sections = dict(sections)
-    # Vector dedup loads a model (~10 s) and embeds ~100 records/s on CPU: opt in with
-    # --set dedup_vector.enabled=true. Decontam runs once benchmarks are given.
-    sections["dedup_vector"] = {"enabled": False, **(sections.get("dedup_vector") or {})}
+    # Vector dedup is opt-in (--set dedup_vector.enabled=true); decontam runs once benchmarks are given.
     from .stem_curate import curate_option
 
     sections, extra = curate_option(sections)  # opt-in (`--set curate=true`): the stem-curate stages
-    stages = [s for s in configure(STAGES, sections) if getattr(s, "active", True)] + extra
+    stages = configure(STAGES, sections) + extra
     return Pipeline(
         name="qa-jsonl",
         reader=JsonlReader(inputs),

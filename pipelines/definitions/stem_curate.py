@@ -40,13 +40,7 @@ def split_sections(sections: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 
 def curation_stages(sections: dict[str, Any]) -> list[Stage]:
     """The configured curation stages in order, disabled ones left out, conversion behind consensus."""
-    sections = {k: dict(v or {}) for k, v in sections.items()}
-    enabled = {name: sections.get(name, {}).pop("enabled", True) for name in CURATE_NAMES}
-    for name, flag in enabled.items():
-        if not isinstance(flag, bool):
-            raise ConfigError(f"config {name}.enabled: expected true or false, got {flag!r}")
-    stages = configure([cls for cls in CURATE_STAGES if enabled[cls.name]],
-                       {k: v for k, v in sections.items() if enabled.get(k, True)})
+    stages = configure(CURATE_STAGES, sections)
     for st in stages:
         if isinstance(st, TaxonomyStage):
             try:
@@ -70,7 +64,7 @@ def curate_option(sections: dict[str, Any], before: list[type[Stage]] = ()) -> t
     names = {cls.name for cls in before}
     first = configure(list(before), {k: v for k, v in sections.items() if k in names})
     rest = {k: v for k, v in sections.items() if k not in names}
-    return rest, [s for s in first if getattr(s, "active", True)] + curation_stages(curate_sections)
+    return rest, first + curation_stages(curate_sections)
 
 
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
