@@ -35,6 +35,9 @@ _PROOF = re.compile(
     r"|\bprove\s+(?:or\s+disprove|the\s+following|by\s+induction)\b|\bderive\s+(?:the|an?)\b",
     re.I,
 )
+# Textbook exercises with parts "(a) ... (b) ..." look like lettered options; they are not.
+_PART_LABEL = re.compile(r"\(([a-h])\)")
+_EACH_PART = re.compile(r"\b(?:each\s+of\s+the\s+following|in\s+each\s+case|for\s+each|each\s+part|all\s+of\s+the\s+following\s+(?:sets|expressions|statements|functions|matrices|systems))\b", re.I)
 _COMPUTE_ASK = re.compile(
     r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for)\b", re.I
 )
@@ -73,10 +76,22 @@ def split_options(question: str) -> tuple[str, list[str]]:
     return question, []
 
 
+def multi_part(question: str, answer: str) -> bool:
+    """An exercise in parts (a), (b), ... rather than a choice among options: the answer answers
+    several parts, or refers to a part in passing ("For (a), use ..."), or the stem asks for each."""
+    labels = _PART_LABEL.findall(answer)
+    if len(set(labels)) >= 2:
+        return True
+    if labels and not re.match(r"\s*\(([a-hA-H])\)", answer):
+        return True
+    return bool(_EACH_PART.search(question)) and bool(_PART_LABEL.search(question))
+
+
 def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
-    """The embedded rules: options first, then true/false, then proof, else open."""
+    """The embedded rules: options first (unless they are an exercise's parts), then true/false,
+    then proof, else open."""
     stem, options = split_options(question)
-    if options:
+    if options and not multi_part(question, answer):
         return "multiple_choice", options
     if _TF_QUESTION.search(question):
         return "true_false", []
@@ -136,11 +151,13 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "1"
+    version = "2"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
         qtype, choices = classify(record["question"], record["answer"])
+        if multi_part(record["question"], record["answer"]):
+            record["tags"] = [*(record.get("tags") or []), "multi_part"]
         return self._apply(record, qtype, choices, None)
 
     async def llm(self, record: Record, ctx: StageContext):

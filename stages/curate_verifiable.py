@@ -94,7 +94,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "1"
+    version = "2"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -105,6 +105,9 @@ class VerifiableStage(CurateStage):
             return Drop("answer_is_reference", a[:120])
         if _VARIES.search(a) and (_words(a) > 3 or not _MATHY.search(a)):
             return Drop("answer_varies", a[:120])
+        if "multi_part" in (record.get("tags") or []) and qtype != "multiple_choice":
+            # one answer per part: the checker compares one final answer (splitting parts: future work)
+            return Drop("multi_part", "an exercise in parts (a), (b), ... answered part by part")
         if qtype == "proof":
             if proof_claim(q) is None:
                 return Drop("proof_without_conclusion", "the claim has no value or closed form to check")

@@ -102,6 +102,21 @@ def test_question_type(question, answer, qtype, stored, answer_type):
         assert out["solution"] == answer  # the reason is kept
 
 
+@pytest.mark.parametrize("question,answer", [
+    # textbook exercises in parts, from Judson's Abstract Algebra: not multiple choice
+    ("Describe each of the following sets.\n(a) A ∩ B\n(b) B ∩ C\n(c) A ∪ B", "(a) A ∩ B = {2}; (b) B ∩ C = {5}."),
+    ("Let τ be a cycle of length k.\n(a) Prove that στσ−1 is a cycle.\n(b) Prove that μ = στσ−1 for some σ.",
+     "For (a), show that στσ−1(σ(ai)) = σ(ai+1)."),
+    ("Which of the following relations define a mapping? In each case, supply a reason.\n(a) f(p/q) = p + 1\n(b) f(p/q) = 3p",
+     "(a) Not a map."),
+])
+def test_exercise_parts_are_not_options(question, answer):
+    out = run(QuestionTypeStage(), qa(question, answer))
+    assert out["question_type"] != "multiple_choice" and out["answer"] == answer and "multi_part" in out["tags"]
+    dropped = run(VerifiableStage(), out)
+    assert isinstance(dropped, Drop) and dropped.reason == "multi_part"
+
+
 def test_question_type_drops_choice_answers_that_name_no_option():
     out = run(QuestionTypeStage(), qa("Which is largest?\nA. 1\nB. 2", "E"))
     assert isinstance(out, Drop) and out.reason == "choice_answer_unresolved"
