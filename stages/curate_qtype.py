@@ -84,7 +84,7 @@ def multi_part(question: str, answer: str) -> bool:
         return True
     if labels and not re.match(r"\s*\(([a-hA-H])\)", answer):
         return True
-    return bool(_EACH_PART.search(question)) and bool(_PART_LABEL.search(question))
+    return bool(_EACH_PART.search(question)) and len(set(_PART_LABEL.findall(question))) >= 2
 
 
 def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:

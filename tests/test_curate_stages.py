@@ -335,3 +335,26 @@ def test_convert_agree_uses_the_answer_checker():
     assert stage.agree(vote("\\frac{1}{2}"), vote("0.5"))
     assert stage.agree(vote("x^2 - 1", "expression"), vote("(x-1)(x+1)", "expression"))
     assert not stage.agree(vote("2"), vote("3"))
+
+
+@pytest.mark.parametrize("question,answer,expected", [
+    ("Describe each of the following sets.\n(a) A ∩ B\n(b) B ∩ C\n(c) A ∪ B", "(a) A ∩ B = {2}; (b) B ∩ C = {5}.",
+     [("Describe each of the following sets.\n(a) A ∩ B", "A ∩ B = {2}"),
+      ("Describe each of the following sets.\n(b) B ∩ C", "B ∩ C = {5}")]),
+    ("Solve (a) x+1=2 (b) x+2=5 (c) 2x=8", "(a) 1 (c) 4", [("Solve\n(a) x+1=2", "1"), ("Solve\n(c) 2x=8", "4")]),
+    ("Evaluate f at (a) 0 and (b) 1.", "(a) 1, (b) 2", [("Evaluate f at\n(a) 0", "1"), ("Evaluate f at\n(b) 1.", "2")]),
+    ("Let t be a cycle.\n(a) Prove X.\n(b) Prove Y.", "For (a), show that s.", None),  # not part by part
+    ("What is f(a)?", "(a) is 2", None),  # one label is no exercise in parts
+])
+def test_split_parts(question, answer, expected):
+    from rlclimb.stages.curate_parts import SplitParts
+
+    record = qa(question, answer)
+    record["source"] = {"file": "book.pdf", "number": "7"}
+    out = run(SplitParts(), record)
+    if expected is None:
+        assert out == [record]
+        return
+    assert [(r["question"], r["answer"]) for r in out] == expected
+    assert all(r["source"]["number"].startswith("7(") and json.loads(r["meta"])["parent_id"] == record["id"] for r in out)
+    assert len({r["id"] for r in out}) == len(out)
