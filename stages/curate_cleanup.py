@@ -4,9 +4,10 @@ or on another exercise.
 Stripped (embedded): leading labels ("Exercise 3.2.", "Problem 5:"), point values ("(5 points)"),
 competition attributions ("(AMC 2019)"), parenthetical references ("(see Example 3)", "(cf.
 Figure 2)"), "Source: ..." lines and URLs. Flagged, then dropped or tagged by `on_figure` /
-`on_external`: questions that need a figure, table or image they do not contain
-(`needs_figure`), and questions that lean on another exercise, example or part
-(`external_reference`).
+`on_external` / `on_flattened`: questions that need a figure, table or image they do not contain
+(`needs_figure`), questions that lean on another exercise, example or part
+(`external_reference`), and items whose matrix or table a PDF text layer flattened into a run of
+bare numbers (`flattened_layout`).
 The LLM path rewrites the question the same way; a rewrite whose numbers are not all in the
 original is rejected (`cleanup_changed_problem`): cleanup may remove text, never change the problem.
 """
@@ -81,6 +82,16 @@ def needs_figure(text: str) -> str | None:
     return m.group(0)
 
 
+# Nine or more bare numbers in a row ("A = 2 0 0 0 3 2 0 0 3 ..."): a matrix or table whose
+# layout the text layer lost; nobody can tell its rows from its columns any more.
+_FLAT_NUMBERS = re.compile(r"(?<![\w.,])(?:[−-]?\d+(?:\.\d+)?\s+){8,}[−-]?\d+(?:\.\d+)?(?![\w.,]\d)")
+
+
+def flattened_layout(question: str, answer: str) -> str | None:
+    m = _FLAT_NUMBERS.search(question) or _FLAT_NUMBERS.search(answer)
+    return m.group(0)[:40] if m else None
+
+
 def external_reference(text: str) -> str | None:
     m = _EXTERNAL.search(mask_math(text))
     return m.group(0) if m else None
@@ -89,6 +100,7 @@ def external_reference(text: str) -> str | None:
 class CleanupConfig(CurateConfig):
     on_figure: Action = "drop"  # tag keeps the item with a `needs_figure` tag (e.g. when images travel with it)
     on_external: Action = "drop"
+    on_flattened: Action = "drop"  # a matrix or table flattened into a run of numbers (PDF text layers)
     min_chars: int = 8  # a question shorter than this after cleanup is dropped (`empty_after_cleanup`)
 
 
@@ -113,14 +125,16 @@ Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_
 
 class CleanupStage(CurateStage):
     name = "cleanup"
-    version = "1"
+    version = "2"
     Config = CleanupConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
         cleaned = strip_non_problem(record["question"])
         figure = needs_figure(cleaned)
         external = external_reference(cleaned)
-        return self._finish(record, cleaned, figure and f"mentions {figure!r}", external and f"mentions {external!r}")
+        flat = flattened_layout(cleaned, record.get("answer") or "")
+        return self._finish(record, cleaned, figure and f"mentions {figure!r}", external and f"mentions {external!r}",
+                            flat and f"numbers without layout: {flat!r}...")
 
     async def llm(self, record: Record, ctx: StageContext) -> Keep | Drop | Record:
         reply, completion = await self.ask(ctx, PROMPT.format(question=record["question"]), CleanupReply)
@@ -134,12 +148,14 @@ class CleanupStage(CurateStage):
             return Drop(result.reason, result.detail, model=completion.model, cost=completion.cost)
         return kept(result, completion)
 
-    def _finish(self, record: Record, cleaned: str, figure: str | None, external: str | None) -> Record | Drop:
+    def _finish(self, record: Record, cleaned: str, figure: str | None, external: str | None,
+                flattened: str | None = None) -> Record | Drop:
         if len(cleaned) < self.config.min_chars:
             return Drop("empty_after_cleanup", f"{len(cleaned)} chars left of {len(record['question'])}")
         record["question"] = cleaned
         for reason, hit, action in (("needs_figure", figure, self.config.on_figure),
-                                    ("external_reference", external, self.config.on_external)):
+                                    ("external_reference", external, self.config.on_external),
+                                    ("flattened_layout", flattened, self.config.on_flattened)):
             if hit:
                 result = flag(record, action, reason, hit)
                 if isinstance(result, Drop):

@@ -38,6 +38,8 @@ _PROOF = re.compile(
 # Textbook exercises with parts "(a) ... (b) ..." look like lettered options; they are not.
 _PART_LABEL = re.compile(r"\(([a-h])\)")
 _EACH_PART = re.compile(r"\b(?:each\s+of\s+the\s+following|in\s+each\s+case|for\s+each|each\s+part|all\s+of\s+the\s+following\s+(?:sets|expressions|statements|functions|matrices|systems))\b", re.I)
+_TASK = re.compile(r"(?:find|show|prove|compute|calculate|determine|evaluate|explain|describe|give|list|write|solve"
+                   r"|verify|use|sketch|express|suppose|let|is|are|does|do|can|what|which|how|why)\b", re.I)
 _COMPUTE_ASK = re.compile(
     r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for)\b", re.I
 )
@@ -84,7 +86,10 @@ def multi_part(question: str, answer: str) -> bool:
         return True
     if labels and not re.match(r"\s*\(([a-hA-H])\)", answer):
         return True
-    return bool(_EACH_PART.search(question)) and len(set(_PART_LABEL.findall(question))) >= 2
+    if bool(_EACH_PART.search(question)) and len(set(_PART_LABEL.findall(question))) >= 2:
+        return True
+    _, options = split_options(question)  # "(a) Find ...", "(b) Show that ...": tasks, not options
+    return len(options) >= 2 and sum(bool(_TASK.match(o) or o.rstrip().endswith("?")) for o in options) >= 2
 
 
 def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:

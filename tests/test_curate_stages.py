@@ -358,3 +358,20 @@ def test_split_parts(question, answer, expected):
     assert [(r["question"], r["answer"]) for r in out] == expected
     assert all(r["source"]["number"].startswith("7(") and json.loads(r["meta"])["parent_id"] == record["id"] for r in out)
     assert len({r["id"] for r in out}) == len(out)
+
+
+@pytest.mark.parametrize("question,answer,flagged", [
+    ("Calculate AB, where A = 2 0 0 0 3 2 0 0 3 6 2 0 3 6 3 2", "AB = 8 4 4 4", True),  # Strickland, text layer
+    ("Find the inverse of A.", "0 0 0 1 1 0 0 0 0 0 1 1", True),
+    ("Find the mean of 1, 2, 3, 4, 5, 6, 7, 8, 9, 10.", "5.5", False),
+    ("In 1990, 2 of 3 people owned 4 cars.", "12", False),
+])
+def test_cleanup_flags_matrices_flattened_by_the_text_layer(question, answer, flagged):
+    out = run(CleanupStage(), qa(question, answer))
+    assert (isinstance(out, Drop) and out.reason == "flattened_layout") == flagged
+
+
+def test_exercise_tasks_in_parts_are_not_options():
+    out = run(QuestionTypeStage(), qa("Consider the matrix A.\n(a) Find a row reduction of A.\n(b) Find its inverse.",
+                                      "The relevant matrices are as follows."))
+    assert out["question_type"] == "open" and "multi_part" in out["tags"]
