@@ -7,7 +7,8 @@ Two repairs happen here, before anyone reads the text:
 - fragments of one visual line (MuPDF splits a line at wide gaps: a bold label and its text,
   the columns of a small table) are joined left to right;
 - two-column pages are put in reading order (left column, then right column, band by band
-  between full-width lines), whatever order the PDF's content stream drew them in.
+  between full-width lines), whatever order the PDF's content stream drew them in;
+- stacked rows of a matrix become one LaTeX `pmatrix` line (`parse_matrix`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 import orjson
+
+from .parse_matrix import rebuild_matrices
 
 try:  # MuPDF's own JSON printer (PyMuPDF >= 1.23)
     from pymupdf import mupdf as _mupdf
@@ -133,7 +136,7 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
                     "block": row[0][7], "line": None})
     if gutter is not None:
         out = _column_order(out, gutter)
-    return out, "\n".join(raw)
+    return rebuild_matrices(out), "\n".join(raw)
 
 
 def _column_order(lines: list[dict], gutter: float) -> list[dict]:

@@ -155,3 +155,42 @@ def test_blank_page_is_not_sent_to_ocr(tmp_path):
     blank, text = parse(pdf)
     assert blank["backend"] == "text" and blank["lines"] == [] and blank["ocr_reason"] is None
     assert text["lines"][0]["text"].startswith("Exercise 1.")
+
+
+def test_matrices_drawn_as_stacked_rows_come_out_as_pmatrix(tmp_path):
+    """A matrix typeset as rows of numbers (the label beside its middle row, as LaTeX draws it)
+    keeps its rows; the text layer alone would flatten it into "2 0 3 4 1 -1 5 5 5"."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Exercise 1. Calculate Ab, where", fontsize=10)
+    page.insert_text((120, 124), "A =", fontsize=10)
+    for k, row in enumerate(["2 0 3", "4 1 -1", "5 5 5"]):
+        page.insert_text((145, 112 + 12 * k), row, fontsize=10)
+    page.insert_text((300, 118), "b =", fontsize=10)
+    for k, entry in enumerate(["1", "0", "5"]):  # a column vector
+        page.insert_text((330, 106 + 12 * k), entry, fontsize=10)
+    page.insert_text((72, 180), "Exercise 2. Two lines of prose that are not", fontsize=10)
+    page.insert_text((72, 192), "a matrix at all, 3 4", fontsize=10)
+    path = tmp_path / "matrix.pdf"
+    doc.save(path)
+    texts = [ln["text"] for ln in parse(path)[0]["lines"]]
+    assert " ".join(texts).count(r"A = \begin{pmatrix} 2 & 0 & 3 \\ 4 & 1 & -1 \\ 5 & 5 & 5 \end{pmatrix}") == 1
+    assert r"\begin{pmatrix} 1 \\ 0 \\ 5 \end{pmatrix}" in texts
+    assert "a matrix at all, 3 4" in texts
+
+
+def test_rebuild_matrices_leaves_other_number_lines_alone():
+    from rlclimb.stages.parse_matrix import rebuild_matrices
+
+    def line(text, x0, y0):
+        return {"text": text, "x0": x0, "y0": y0, "x1": x0 + 6 * len(text), "y1": y0 + 10, "size": 10.0}
+
+    far_apart = [line("1 2", 100, 100), line("3 4", 100, 160)]  # not stacked: a gap of 5 lines
+    widths = [line("1 2", 100, 100), line("3 4 5", 100, 112)]  # rows of different lengths
+    page_numbers = [line("12", 300, 700), line("Chapter 2", 100, 712)]
+    for lines in (far_apart, widths, page_numbers):
+        assert rebuild_matrices(lines) == lines
+    # the label "A =" joined to the middle row (same block, same height) stays in front
+    joined = [line("2 0", 130, 100), line("A = 4 1", 100, 112), line("5 5", 130, 124)]
+    joined[1]["x1"] = joined[0]["x1"]
+    assert [ln["text"] for ln in rebuild_matrices(joined)] == [r"A = \begin{pmatrix} 2 & 0 \\ 4 & 1 \\ 5 & 5 \end{pmatrix}"]

@@ -16,8 +16,11 @@ from difflib import SequenceMatcher
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
+_MATRIX_MARKUP = re.compile(r"\\(?:begin|end)\{pmatrix\}")  # rebuilt matrices vs raw-text truth
+
+
 def norm(text: str | None) -> str:
-    return _NON_ALNUM.sub("", unicodedata.normalize("NFKC", text or "").lower())
+    return _NON_ALNUM.sub("", unicodedata.normalize("NFKC", _MATRIX_MARKUP.sub("", text or "")).lower())
 
 
 def similar(a: str | None, b: str | None, min_ratio: float = 0.85) -> bool:
