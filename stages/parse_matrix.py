@@ -24,7 +24,7 @@ def _row(text: str, width: int | None) -> tuple[str, str] | None:
     """(label, row entries) when `text` is a matrix row (optionally after "A ="), else None."""
     if _ROW.match(text):
         label, entries = "", text
-    elif (m := _LABELLED.match(text)) is not None:
+    elif "=" in text and (m := _LABELLED.match(text)) is not None:
         label, entries = m.group(1), m.group(2)
     else:
         return None
@@ -67,7 +67,10 @@ def rebuild_matrices(lines: list[dict]) -> list[dict]:
     i, n = 0, len(lines)
     while i < n:
         first = lines[i]
-        head = _row(first["text"], None) if first["text"][-1:].isalnum() else None
+        text = first["text"]
+        # cheap test first (this runs on every line of every page): rows end in a short entry
+        short_tail = len(text) <= 6 or text.rfind(" ") >= len(text) - 7
+        head = _row(text, None) if short_tail and text[-1:].isalnum() else None
         if head is not None:
             width = head[1].count(" ") + 1
             parts, j = [head], i + 1
