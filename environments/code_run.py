@@ -1,0 +1,223 @@
+"""Run a program against a code problem's tests in a sandbox (the code pipeline and environment).
+
+Languages are a small table: a source file name, an optional compile command (run once per
+program, inside the sandbox) and a run command. Adding a language is one `Language(...)` entry
+(the sandbox image must have its toolchain).
+
+Tests are stdin/stdout pairs (output compared token by token, floats within 1e-6) or, for
+Python, function calls: `input` is a call expression such as `add(1, 2)`, `output` the expected
+value's repr; a small driver imports the program as a module and compares the values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rlclimb.schemas.records import TestCase
+
+from .sandbox import Limits, Sandbox, Status
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    source: str
+    run: str
+    compile: str | None = None
+    aliases: tuple[str, ...] = ()
+    call_tests: bool = False  # function-call tests supported (a driver exists)
+
+
+LANGUAGES: dict[str, Language] = {
+    lang.name: lang
+    for lang in (
+        Language(
+            "python", "main.py", "python3 main.py", aliases=("py", "python3"), call_tests=True
+        ),
+        Language(
+            "cpp",
+            "main.cpp",
+            "./main",
+            compile="g++ -O2 -std=c++17 -pipe -o main main.cpp",
+            aliases=("c++", "cpp17", "cxx", "g++", "cc"),
+        ),
+    )
+}
+_ALIASES = {alias: lang for lang in LANGUAGES.values() for alias in (lang.name, *lang.aliases)}
+
+
+def get_language(name: str) -> Language:
+    lang = _ALIASES.get(name.strip().lower())
+    if lang is None:
+        raise KeyError(f"unsupported language {name!r}; supported: {', '.join(LANGUAGES)}")
+    return lang
+
+
+# Compiling needs more room than most problems' limits allow the program itself.
+COMPILE_LIMITS = Limits(wall_s=60, memory_mb=1024, processes=64, output_bytes=64 << 10)
+
+CALL_DRIVER = """\
+import ast, importlib.util, sys
+spec = importlib.util.spec_from_file_location("solution", "main.py")
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+expr, expected = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+got = eval(expr, vars(mod))
+try:
+    want = ast.literal_eval(expected)
+except (ValueError, SyntaxError):
+    want = eval(expected, vars(mod))
+if isinstance(got, tuple): got = list(got)
+if isinstance(want, tuple): want = list(want)
+ok = got == want or (isinstance(got, float) and isinstance(want, (int, float)) and abs(got - want) <= 1e-6 * max(1, abs(want)))
+print("RLCLIMB_PASS" if ok else "RLCLIMB_FAIL " + repr(got)[:200])
+"""
+
+
+def _tokens_equal(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def outputs_match(got: str, expected: str) -> bool:
+    """Whitespace-insensitive, token by token; numbers equal within 1e-6."""
+    g, e = got.split(), expected.split()
+    return len(g) == len(e) and all(_tokens_equal(x, y) for x, y in zip(g, e, strict=True))
+
+
+@dataclass
+class TestOutcome:
+    __test__ = False  # not a pytest class
+    status: str  # OK (passed) | WA | CE | RE | TLE | MLE | OLE | BLOCKED | ERROR
+    passed: bool
+    output: str = ""  # the program's stdout (trimmed), for agreement checks and reports
+    wall_s: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class RunReport:
+    language: str
+    compiled: bool = True
+    compile_error: str = ""
+    outcomes: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(o.passed for o in self.outcomes)
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.outcomes) and all(o.passed for o in self.outcomes)
+
+    def first_failure(self) -> tuple[int, TestOutcome] | None:
+        return next(((i, o) for i, o in enumerate(self.outcomes) if not o.passed), None)
+
+    def summary(self) -> str:
+        if not self.compiled:
+            return f"compile error: {self.compile_error[:200]}"
+        text = f"{self.passed}/{len(self.outcomes)} tests passed"
+        if (fail := self.first_failure()) is not None:
+            i, o = fail
+            text += f"; first failure: test {i} {o.status}" + (f" ({o.detail})" if o.detail else "")
+        return text
+
+    def to_dict(self) -> dict:
+        return {
+            "language": self.language,
+            "compiled": self.compiled,
+            "passed": self.passed,
+            "statuses": [o.status for o in self.outcomes],
+        }
+
+
+def run_tests(
+    sandbox: Sandbox,
+    code: str,
+    language: str,
+    tests: Sequence[TestCase],
+    *,
+    time_limit_s: float = 6.0,
+    memory_mb: int = 512,
+    stop_on_failure: bool = False,
+    keep_output: int = 4096,
+) -> RunReport:
+    """Compile once (if the language needs it), then run every test in one sandbox session."""
+    lang = get_language(language)
+    report = RunReport(lang.name)
+    limits = Limits(wall_s=time_limit_s, memory_mb=memory_mb, processes=32)
+    session_limits = COMPILE_LIMITS if lang.compile else limits
+    session_limits = session_limits.with_(memory_mb=max(session_limits.memory_mb, memory_mb))
+    files: dict[str, str] = {lang.source: code}
+    if any(t.kind == "call" for t in tests):
+        files["_driver.py"] = CALL_DRIVER
+    try:
+        session = sandbox.session(files=files, limits=session_limits)
+    except Exception as e:
+        report.outcomes = [TestOutcome("ERROR", False, detail=f"sandbox: {e}"[:200]) for _ in tests]
+        return report
+    with session:
+        if lang.compile:
+            r = session.run(lang.compile, limits=COMPILE_LIMITS)
+            if not r.ok:
+                report.compiled = False
+                report.compile_error = (r.stderr or r.detail)[-2000:]
+                status = "ERROR" if r.status == Status.ERROR else "CE"
+                report.outcomes = [TestOutcome(status, False, detail=r.detail) for _ in tests]
+                return report
+        for i, test in enumerate(tests):
+            outcome = _run_one(session, lang, test, i, limits, keep_output)
+            report.outcomes.append(outcome)
+            if stop_on_failure and not outcome.passed:
+                break
+    return report
+
+
+def _run_one(
+    session, lang: Language, test: TestCase, i: int, limits: Limits, keep: int
+) -> TestOutcome:
+    if test.kind == "call":
+        if not lang.call_tests:
+            return TestOutcome(
+                "ERROR", False, detail=f"function-call tests are not supported for {lang.name}"
+            )
+        session.write_files({f"_t{i}.in": test.input, f"_t{i}.out": test.output})
+        r = session.run(f"python3 _driver.py _t{i}.in _t{i}.out", limits=limits)
+        passed = r.ok and r.stdout.strip() == "RLCLIMB_PASS"
+        output = r.stdout.strip()[:keep]
+        detail = r.detail or ("" if passed else output[:120])
+    else:
+        r = session.run(lang.run, stdin=test.input, limits=limits)
+        output = r.stdout[:keep]
+        passed = r.ok and outputs_match(r.stdout, test.output)
+        detail = r.detail or (
+            "" if passed else f"expected {test.output[:40]!r}, got {r.stdout[:40]!r}"
+        )
+        if r.status != Status.OK and r.stderr:
+            detail = (
+                f"{detail}: {r.stderr.strip().splitlines()[-1][:120]}"
+                if r.stderr.strip()
+                else detail
+            )
+    status = "OK" if passed else ("WA" if r.status == Status.OK else str(r.status))
+    return TestOutcome(status, passed, output, r.wall_s, detail if not passed else "")
+
+
+def hardest_tests(tests: Sequence[TestCase], k: int) -> list[int]:
+    """Indices of the k tests with the longest inputs (a proxy for hardness), in input order."""
+    if len(tests) <= k:
+        return list(range(len(tests)))
+    ranked = sorted(range(len(tests)), key=lambda i: (-len(tests[i].input), i))[:k]
+    return sorted(ranked)
+
+
+def normalized_output(text: str) -> str:
+    return json.dumps(text.split())

@@ -1,0 +1,183 @@
+"""`rlclimb env check|run`: put one task through its environment and print the reward breakdown.
+
+    rlclimb env check --kind code --input examples/code_problems.jsonl --index 0
+    rlclimb env check --kind math --input runs/qa/data --id qa-...
+    rlclimb env run --kind code --input problems.jsonl --index 0 --response answer.md
+
+`check` grades the task's own reference (each reference solution of a code problem, or a math
+item's answer as `\\boxed{answer}`): a task whose reference does not earn the task reward is
+broken. `run` grades a response you give. Inputs: JSONL (raw rows as the import stages accept
+them, or records), Parquet files, or a run directory (its `data/`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+env_app = typer.Typer(no_args_is_help=True, help="Run or verify one environment task.")
+console = Console()
+err_console = Console(stderr=True)
+KINDS = ("code", "math")
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+def _rows(path: Path) -> list[dict]:
+    from rlclimb.schemas.io import JsonlError, read_jsonl, read_rows
+
+    if not path.exists():
+        _fail(f"input not found: {path}")
+    if path.is_dir():
+        parts = sorted((path / "data" if (path / "data").is_dir() else path).glob("*.parquet"))
+        if not parts:
+            _fail(f"no Parquet files in {path} (expected a run directory or a data folder)")
+        return [r for p in parts for r in read_rows(p)]
+    if path.suffix == ".parquet":
+        return read_rows(path)
+    rows = []
+    for _, row in read_jsonl(path):
+        if not isinstance(row, JsonlError):
+            rows.append(row)
+    return rows
+
+
+def _as_task(kind: str, row: dict) -> Any:
+    """A record as is, or a raw input row through the kind's import parser."""
+    from pydantic import ValidationError
+
+    from rlclimb.schemas.records import CodeProblem, QAItem, Source
+
+    model = CodeProblem if kind == "code" else QAItem
+    try:
+        return model.model_validate(row)
+    except ValidationError:
+        pass
+    if kind == "code":
+        from rlclimb.stages.code_import import BadRecord, parse_problem
+
+        try:
+            return parse_problem(row)
+        except BadRecord as e:
+            _fail(f"not a usable code problem ({e.reason}): {e}")
+    from rlclimb.stages.qa_import import ImportQA
+
+    res = ImportQA().process({"file": "", "line": 0, "data": row}, None)
+    if not isinstance(res, dict):
+        _fail(f"not a usable QA item ({res.reason}): {res.detail}")
+    res["source"] = Source().model_dump()
+    return QAItem.model_validate(res)
+
+
+def _select(kind: str, path: Path, index: int | None, id_: str | None) -> Any:
+    rows = _rows(path)
+    if not rows:
+        _fail(f"no readable rows in {path}")
+    if id_ is not None:
+        for row in rows:
+            if str(row.get("id")) == id_:
+                return _as_task(kind, row)
+        _fail(f"no task with id {id_!r} in {path} (ids are the rows' `id` fields)")
+    i = index or 0
+    if not 0 <= i < len(rows):
+        _fail(f"--index {i} out of range: {path} has {len(rows)} rows")
+    return _as_task(kind, rows[i])
+
+
+def _table(title: str, rows: list[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("response", "task", "format", "lang", "length", "total", "detail"):
+        table.add_column(
+            col, justify="right" if col in ("task", "format", "lang", "length", "total") else "left"
+        )
+    for label, reward in rows:
+        c = reward.components
+        table.add_row(
+            label,
+            *(f"{c.get(k, 0.0):.3f}" for k in ("task", "format", "lang", "length")),
+            f"{reward.total:.3f}",
+            escape(reward.detail[:160]),
+        )
+    return table
+
+
+def _env(kind: str, backend: str | None):
+    from rlclimb.environments.base import get_environment
+
+    if kind not in KINDS:
+        _fail(f"unknown kind {kind!r}; available: {', '.join(KINDS)}")
+    return get_environment(kind, backend=backend) if kind == "code" else get_environment(kind)
+
+
+KindOpt = Annotated[str, typer.Option("--kind", "-k", help="code | math")]
+InputOpt = Annotated[Path, typer.Option("--input", "-i", help="JSONL, Parquet or run directory")]
+IndexOpt = Annotated[
+    int | None, typer.Option("--index", "-n", help="row number (0-based; default 0)")
+]
+IdOpt = Annotated[str | None, typer.Option("--id", help="task id")]
+BackendOpt = Annotated[
+    str | None, typer.Option("--backend", help="sandbox: auto | docker | bwrap | process")
+]
+
+
+@env_app.command()
+def check(
+    kind: KindOpt,
+    input: InputOpt,
+    index: IndexOpt = None,
+    id: IdOpt = None,
+    backend: BackendOpt = None,
+) -> None:
+    """Grade the task's reference answer / solutions; exit 1 if any misses the task reward."""
+    env = _env(kind, backend)
+    task = _select(kind, input, index, id)
+    if kind == "code":
+        if not task.solutions:
+            _fail(f"code problem {task.id} has no reference solution")
+        responses = [
+            (f"reference {j} ({s.language})", f"```{s.language}\n{s.code}\n```")
+            for j, s in enumerate(task.solutions)
+        ]
+    else:
+        responses = [("answer", f"The answer is \\boxed{{{task.answer}}}.")]
+    results = [(label, env.score(task, text)) for label, text in responses]
+    if kind == "code":
+        console.print(f"sandbox: {env.sandbox.describe()}", highlight=False)
+    console.print(_table(f"{kind} task {task.id}", results))
+    env.close()
+    if any(r.components["task"] < 1.0 for _, r in results):
+        raise typer.Exit(1)
+
+
+@env_app.command("run")
+def run_response(
+    kind: KindOpt,
+    input: InputOpt,
+    response: Annotated[
+        str, typer.Option("--response", "-r", help="file with the response text, or - for stdin")
+    ],
+    index: IndexOpt = None,
+    id: IdOpt = None,
+    backend: BackendOpt = None,
+) -> None:
+    """Grade a given response to one task and print the reward breakdown."""
+    env = _env(kind, backend)
+    task = _select(kind, input, index, id)
+    if response == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(response).read_text()
+        except OSError as e:
+            _fail(f"cannot read response {response}: {e.strerror}")
+    console.print(_table(f"{kind} task {task.id}", [("response", env.score(task, text))]))
+    env.close()

@@ -1,0 +1,34 @@
+"""code-problems: coding problems (JSONL: statement, tests, reference solutions, limits) ->
+problems verified in a sandbox (SPEC.md section 2, competitive coding)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlclimb.stages.code_import import ImportCode
+from rlclimb.stages.code_verify import VerifyCode
+from rlclimb.stages.dedup_exact import ExactDedup
+
+from ..engine import Pipeline
+from ..readers import JsonlReader
+from . import configure
+
+STAGES = [ImportCode, ExactDedup, VerifyCode]
+
+
+def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
+    sections = dict(sections)
+    # Duplicates are the same statement (whitespace and case aside); no LaTeX canonicalization.
+    sections["dedup_exact"] = {
+        "field": "statement",
+        "latex": False,
+        **(sections.get("dedup_exact") or {}),
+    }
+    stages = configure(STAGES, sections)
+    return Pipeline(
+        name="code-problems",
+        reader=JsonlReader(inputs),
+        stages=stages,
+        config={s.name: s.config.model_dump(mode="json") for s in stages},
+        shard_size=shard_size,
+    )
