@@ -50,6 +50,23 @@ AnswerType = Literal[
 QuestionType = Literal["open", "multiple_choice", "proof", "true_false"]
 
 
+class TierSolve(Model):
+    """One model tier's attempts at a QA item (difficulty scoring): extracted answers, not texts."""
+
+    tier: str  # role, e.g. "tier-0"
+    model: str  # the profile that answered
+    samples: int = 0
+    correct: int = 0
+    answers: list[str] = Field(default_factory=list)  # final answers stated; "" when none
+    verdicts: list[bool] = Field(default_factory=list)  # per sample, by the answer checker
+    truncated: int = 0  # stopped at max tokens without a final answer (counted wrong)
+    no_answer: int = 0  # finished without a final answer (counted wrong)
+    texts: list[str] = Field(default_factory=list)  # full responses, only with solve.keep_texts
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0  # at the tier's price (a sample answered from the cache counts too)
+
+
 class QAItem(Model):
     id: str = ""
     question: str
@@ -61,6 +78,8 @@ class QAItem(Model):
     topic: list[str] = Field(default_factory=list)  # hierarchical path, e.g. ["math", "algebra"]
     difficulty: str | None = None
     tags: list[str] = Field(default_factory=list)
+    pass_rates: dict[str, float] = Field(default_factory=dict)  # tier -> share of samples correct
+    solve: list[TierSolve] = Field(default_factory=list)  # the samples behind pass_rates
     meta: str = "{}"  # JSON object: fields kept from the input that the schema does not name
     source: Source = Field(default_factory=Source)
     provenance: list[StageEvent] = Field(default_factory=list)

@@ -67,9 +67,23 @@ def _qa_markdown(inputs: list[str], sections: dict[str, Any], shard_size: int) -
     return build(inputs, sections, shard_size)
 
 
+def _stem_score(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .stem_score import build
+
+    return build(inputs, sections, shard_size)
+
+
+def _code_problems(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+    from .code_problems import build
+
+    return build(inputs, sections, shard_size)
+
+
 PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
     "qa-jsonl": _qa_jsonl,
     "stem-curate": _stem_curate,
     "textbook-pdf": _textbook_pdf,
     "qa-markdown": _qa_markdown,
+    "code-problems": _code_problems,
+    "stem-score": _stem_score,
 }
