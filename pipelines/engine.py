@@ -226,9 +226,12 @@ class ShardRunner:
             return {}
         by_tag = llm.usage_snapshot()["by_tag"]
         total: dict[str, float] = {}
-        for tag in stage.usage_tags:
+        tags = stage.usage_tags
+        for tag in tags:
             for k, v in by_tag.get(tag, {}).items():
                 total[k] = total.get(k, 0) + v
+                if len(tags) > 1 and tag != stage.name:  # e.g. per model tier: "solve.tier-0/cost"
+                    total[f"{tag}/{k}"] = total.get(f"{tag}/{k}", 0) + v
         return total
 
     def _run_fused(self, stages: list[Stage], rows: list[Record], ledger: list[dict], stats: dict[str, StageStats]) -> list[Record]:

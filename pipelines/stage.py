@@ -26,7 +26,10 @@ Record = dict[str, Any]
 
 # Drop reasons that say nothing about the record (the endpoint was down, a bug raised): never
 # cached, so a resumed run retries them.
-TRANSIENT_DROP_REASONS = frozenset({"llm_timeout", "llm_rate_limited", "llm_server_error", "llm_connection", "error"})
+# Drops a resumed run retries (never row-cached): failures of the moment, not of the record.
+TRANSIENT_DROP_REASONS = frozenset(
+    {"llm_timeout", "llm_rate_limited", "llm_server_error", "llm_connection", "error", "budget_exceeded"}
+)
 Kind = Literal["map", "filter", "expand", "global"]
 
 

@@ -112,6 +112,8 @@ def test_pass_rates_early_exit_bins_grading_and_guessing(llm_server, tmp_path):
 
     stats = stage_stats(result)
     assert stats["solve"]["llm"]["requests"] == 6 * 3 + 12 * 2
+    # per-tier usage in the funnel: 6 items x 2 early samples + 2 undecided items x 2 more
+    assert [stats["solve"]["llm"][f"solve.tier-{t}/requests"] for t in range(3)] == [14, 14, 14]
     assert stats["grade"]["dropped"] == {"ground_truth_suspect": 1}
     prov = {e["stage"]: e for e in got["easy"]["provenance"]}
     assert prov["solve"]["reason"] == "early exit: all 2 right on tier-0"
