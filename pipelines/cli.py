@@ -15,12 +15,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .cli_env import env_app
 from .definitions import PIPELINES, ConfigError
 from .engine import RunOptions, run_pipeline
 from .readers import InputError
 from .rundir import RunDir
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rlclimb: verified RL data and environments.")
+app.add_typer(env_app, name="env")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -131,6 +133,11 @@ def print_status(run_dir: Path) -> None:
             row += [f"{tokens:,}", f"{s.llm.get('cost', 0):.4f}"]
         table.add_row(*row)
     console.print(table)
+    for _, s in stages:  # stages that book usage under several tags (e.g. one per model tier)
+        for tag in sorted({k.rpartition("/")[0] for k in s.llm if "/" in k}):
+            tokens = int(s.llm.get(f"{tag}/prompt_tokens", 0) + s.llm.get(f"{tag}/completion_tokens", 0))
+            console.print(f"  {tag}: {int(s.llm.get(f'{tag}/requests', 0)):,} requests, {tokens:,} tokens, "
+                          f"${s.llm.get(f'{tag}/cost', 0):.4f}")
     if complete:
         stats = json.loads(run.stats_path.read_text())
         console.print(f"{stats['records']:,} records in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_dir}")
@@ -210,6 +217,9 @@ def decontam(
                   f"matches in {out / 'matches.jsonl'}, clean copy in {out / 'clean'}", highlight=False)
     if report["unreadable_count"]:
         console.print(f"{report['unreadable_count']:,} unreadable lines left out of the clean copy (listed in {out / 'report.json'})")
+
+
+from . import cli_train  # noqa: E402,F401  (registers `rlclimb train`; torch loads only when it runs)
 
 
 def main() -> None:

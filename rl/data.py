@@ -1,0 +1,152 @@
+"""Training items for `rlclimb train MIX`: MIX is a curated run directory (its data/*.parquet), a
+dataset directory or file (.parquet, .jsonl, .jsonl.gz), or a mix spec YAML (schemas.MixSpec:
+weighted sources, each with an optional polars SQL filter and max_items).
+
+Each row becomes a typed record (QAItem or CodeProblem) and is routed to its environment by
+`environments.base.kind_of`. Mix weights become sampling weights: with `total`, each source
+contributes round(total * share) items (repeated if it has fewer); without it, every item is kept
+and a source is drawn in proportion to its weight (balance by sample count, SPEC.md section 8)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlclimb.environments.base import kind_of
+from rlclimb.schemas.io import JsonlError, read_jsonl, read_rows
+from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
+
+RECORDS = {"math": QAItem, "code": CodeProblem}
+
+
+class DataError(ValueError):
+    pass
+
+
+@dataclass
+class Item:
+    record: QAItem | CodeProblem
+    kind: str  # environment name
+    weight: float = 1.0  # relative sampling weight
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
+def dataset_files(path: Path) -> list[Path]:
+    """The data files behind a path: a run directory's data/, a directory's files, or the file."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DataError(f"{path}: no such file or directory")
+    folder = path / "data" if (path / "data").is_dir() else path
+    files = sorted(folder.glob("*.parquet")) or sorted(
+        [*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")]
+    )
+    if not files:
+        raise DataError(f"{path}: no .parquet or .jsonl files (expected a run dir with data/)")
+    return files
+
+
+def read_dataset(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for file in dataset_files(path):
+        if file.suffix == ".parquet":
+            rows.extend(read_rows(file))
+            continue
+        for line, row in read_jsonl(file):
+            if isinstance(row, JsonlError):  # a bad line costs that line, not the run
+                skipped.append(f"{file} line {line}: {row.reason} ({row.detail})")
+            else:
+                rows.append(row)
+    return rows
+
+
+def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[Item]:
+    items = []
+    for i, row in enumerate(rows):
+        try:
+            kind = kind_of(row)
+            model = RECORDS[kind]
+            known = {k: v for k, v in row.items() if k in model.model_fields and v is not None}
+            items.append(Item(model.model_validate(known), kind))
+        except Exception as e:
+            skipped.append(f"{where} row {i}: not a training item ({str(e).splitlines()[0]})")
+    return items
+
+
+def apply_filter(rows: list[dict[str, Any]], where: str, source: str) -> list[dict[str, Any]]:
+    import polars as pl
+
+    if not rows:
+        return rows
+    try:
+        frame = pl.DataFrame(rows, infer_schema_length=None)
+        return frame.sql(f"SELECT * FROM self WHERE {where}").to_dicts()
+    except Exception as e:
+        raise DataError(f"{source}: filter {where!r} failed: {str(e).splitlines()[0]}") from None
+
+
+def load_source(source: MixSource, base: Path, seed: int, skipped: list[str]) -> list[Item]:
+    path = Path(source.path).expanduser()
+    if not path.is_absolute() and (base / path).exists():
+        path = base / path
+    rows = read_dataset(path, skipped)
+    if source.filter:
+        rows = apply_filter(rows, source.filter, source.path)
+    if source.max_items is not None and len(rows) > source.max_items:
+        rows = random.Random(seed).sample(rows, source.max_items)
+    return to_items(rows, str(path), skipped)
+
+
+def load_mix(spec: MixSpec, base: Path, skipped: list[str]) -> list[Item]:
+    parts = [load_source(s, base, spec.seed, skipped) for s in spec.sources]
+    total_weight = sum(s.weight for s in spec.sources) or 1.0
+    rng = random.Random(spec.seed)
+    items: list[Item] = []
+    for source, part in zip(spec.sources, parts, strict=True):
+        if not part:
+            continue
+        if spec.total is not None:
+            count = round(spec.total * source.weight / total_weight)
+            picked = rng.sample(part, count) if count <= len(part) else rng.choices(part, k=count)
+            items += [Item(i.record, i.kind) for i in picked]
+        else:
+            items += [Item(i.record, i.kind, source.weight / len(part)) for i in part]
+    return items
+
+
+def load_items(mix: str | Path, skipped: list[str] | None = None) -> list[Item]:
+    """The items of a mix; rows that cannot be read or typed are left out and described in
+    `skipped` (file, line or row, reason)."""
+    skipped = [] if skipped is None else skipped
+    path = Path(mix).expanduser()
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            spec = MixSpec.model_validate(yaml.safe_load(path.read_text()))
+        except OSError as e:
+            raise DataError(f"cannot read mix spec {path}: {e.strerror}") from None
+        except Exception as e:
+            raise DataError(f"mix spec {path}: {str(e).splitlines()[0]}") from None
+        items = load_mix(spec, path.parent, skipped)
+    else:
+        items = to_items(read_dataset(path, skipped), str(path), skipped)
+    if not items:
+        raise DataError(f"{mix}: no training items")
+    return items
+
+
+def split_eval(items: list[Item], n: int, seed: int) -> tuple[list[Item], list[Item]]:
+    """Hold out n distinct items for evaluation (never trained on, duplicates included)."""
+    ids = sorted({i.id for i in items})
+    n = min(n, len(ids) // 2)  # keep at least half for training
+    held = set(random.Random(seed).sample(ids, n)) if n > 0 else set()
+    train = [i for i in items if i.id not in held]
+    seen: set[str] = set()
+    evals = [i for i in items if i.id in held and not (i.id in seen or seen.add(i.id))]
+    return train, sorted(evals, key=lambda i: i.id)

@@ -1,0 +1,131 @@
+"""Problem sampling with early exit (SPEC.md section 6) and the per-prompt pass-rate store.
+
+Per step: draw prompts; sample G_early responses each and score them; a prompt continues only if
+its early pass rate is in `early_pass_range` (all-fail and all-pass prompts teach nothing and cost
+a full group); survivors get the rest of the group, and a group is trained on only if its full
+pass rate is in `pass_range`. Rounds of fresh prompts repeat until `prompts_per_step` groups are
+kept or `sampling_rounds` run out.
+
+Curriculum: the last pass rate p of each prompt is kept; a prompt is drawn with weight
+(its mix weight) * max(4 p (1 - p), floor), unseen prompts with weight 1 * mix weight, so prompts
+near the model's edge come back and solved or hopeless ones rarely do. The same rates feed the
+length penalty (rho_q)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import GRPOConfig
+from .data import Item
+from .rollout import Sample
+
+
+@dataclass
+class Group:
+    item: Item
+    samples: list[Sample]
+
+    @property
+    def pass_rate(self) -> float:
+        return sum(s.passed for s in self.samples) / max(len(self.samples), 1)
+
+
+@dataclass
+class Draw:
+    """What one step's sampling produced: the groups to train on and what was spent on the rest."""
+
+    groups: list[Group] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)  # every scored sample, dropped ones too
+    item_of: dict[int, Item] = field(default_factory=dict)  # id(sample) -> its prompt
+    prompts: int = 0
+    dropped_early: int = 0
+    dropped_full: int = 0
+
+    def add(self, item: Item, samples: list[Sample]) -> None:
+        self.samples += samples
+        self.item_of.update((id(s), item) for s in samples)
+
+
+class PromptSampler:
+    def __init__(self, items: list[Item], seed: int = 0, floor: float = 0.1):
+        self.items = items
+        self.floor = floor
+        self.rng = np.random.default_rng(seed)
+        self.pass_rates: dict[str, float] = {}
+
+    def weight(self, item: Item) -> float:
+        p = self.pass_rates.get(item.id)
+        return item.weight * (1.0 if p is None else max(4 * p * (1 - p), self.floor))
+
+    def draw(self, n: int, exclude: set[str] = frozenset()) -> list[Item]:
+        weights = np.array([0.0 if i.id in exclude else self.weight(i) for i in self.items])
+        n = min(n, int((weights > 0).sum()))
+        if n <= 0:
+            return []
+        picked = self.rng.choice(len(self.items), size=n, replace=False, p=weights / weights.sum())
+        chosen, ids = [], set()
+        for index in picked.tolist():  # the same record can be listed twice in a mix
+            if self.items[index].id not in ids:
+                ids.add(self.items[index].id)
+                chosen.append(self.items[index])
+        return chosen
+
+    def record(self, item_id: str, pass_rate: float) -> None:
+        self.pass_rates[item_id] = pass_rate
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "pass_rates": dict(self.pass_rates)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.pass_rates = dict(state["pass_rates"])
+
+
+def in_range(rate: float, bounds: tuple[float, float]) -> bool:
+    return bounds[0] <= rate <= bounds[1]
+
+
+def sample_groups(
+    sampler: PromptSampler,
+    cfg: GRPOConfig,
+    rollout: Callable[[list[Item], int], list[list[Sample]]],
+    score: Callable[[Item, list[Sample]], None],
+) -> Draw:
+    """Collect up to cfg.prompts_per_step groups. `rollout(items, n)` returns n samples per item;
+    `score(item, samples)` sets each sample's reward, components and `passed`."""
+    draw = Draw()
+    used: set[str] = set()
+    early = cfg.early_group_size
+    for _ in range(cfg.sampling_rounds):
+        need = cfg.prompts_per_step - len(draw.groups)
+        items = sampler.draw(need, used) if need > 0 else []
+        if not items:
+            break
+        used |= {i.id for i in items}
+        draw.prompts += len(items)
+        groups = []
+        for item, samples in zip(items, rollout(items, early or cfg.group_size), strict=True):
+            score(item, samples)
+            draw.add(item, samples)
+            group = Group(item, samples)
+            if early and not in_range(group.pass_rate, cfg.early_pass_range):
+                sampler.record(item.id, group.pass_rate)
+                draw.dropped_early += 1
+                continue
+            groups.append(group)
+        if early and groups:  # the rest of each surviving group
+            more = rollout([g.item for g in groups], cfg.group_size - early)
+            for group, samples in zip(groups, more, strict=True):
+                score(group.item, samples)
+                draw.add(group.item, samples)
+                group.samples += samples
+        for group in groups:
+            sampler.record(group.item.id, group.pass_rate)
+            if in_range(group.pass_rate, cfg.pass_range):
+                draw.groups.append(group)
+            else:
+                draw.dropped_full += 1
+    return draw

@@ -1,0 +1,534 @@
+"""The GRPO loop: sample groups (early exit) -> score with the environments -> learn.
+
+One `Trainer.step()` is synchronous: rollouts come from the current weights, then `minibatches`
+gradient steps are taken on them (the policy version recorded on each rollout says how stale it
+is when learned from). Everything a run needs to continue exactly is in its checkpoints: weights,
+optimizer, entropy controller k, length curriculum, sampler (RNG and pass rates) and all RNGs.
+
+Run directory:
+  config.json           the resolved GRPOConfig, model and mix
+  metrics.jsonl         one line per step (reward components, pass rates, entropy, k, clip
+                        fractions, ratio stats, lengths, truncation, tokens/s, time split, eval)
+  rollouts.jsonl        every scored response as a schemas.Rollout record
+  checkpoints/step-N/   model/ (a Hugging Face directory) + trainer.pt
+  reward.png            from metrics.jsonl (rl/plot.py)"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlclimb.environments.base import Environment, get_environment
+from rlclimb.schemas.records import Rollout
+
+from .config import GRPOConfig
+from .data import Item, split_eval
+from .loss import LossStats, clipped_objective, group_advantages, token_logprobs, token_weights
+from .loss import update_k as next_k
+from .rollout import Sample, generate
+from .sampler import Group, PromptSampler, sample_groups
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def pick_autocast(dtype: str, device: torch.device) -> torch.dtype | None:
+    """bf16 autocast (fp32 master weights) where the hardware has it; plain fp32 on CPU."""
+    if dtype == "bfloat16" or (
+        dtype == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
+    ):
+        return torch.bfloat16
+    return None
+
+
+class Trainer:
+    def __init__(
+        self,
+        cfg: GRPOConfig,
+        model,
+        tokenizer,
+        items: list[Item],
+        out: str | Path,
+        *,
+        environments: dict[str, Environment] | None = None,
+        progress: bool = False,
+        meta: dict[str, Any] | None = None,
+    ):
+        self.cfg = cfg
+        self.out = Path(out)
+        self.device = pick_device(cfg.device)
+        self.autocast = pick_autocast(cfg.dtype, self.device)
+        torch.manual_seed(cfg.seed)
+        self.model = model.to(self.device).eval()  # eval(): no dropout in RL updates either
+        self.tokenizer = tokenizer
+        self.eos_ids = sorted({tokenizer.eos_token_id, *self._config_eos(model)})
+        self.pad_id = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        )
+        self.train_items, self.eval_items = split_eval(items, cfg.eval_items, cfg.seed)
+        self.sampler = PromptSampler(self.train_items, cfg.seed, cfg.curriculum_floor)
+        self.envs: dict[str, Environment] = dict(environments or {})
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=cfg.lr,
+            betas=cfg.betas,
+            eps=cfg.adam_eps,
+            weight_decay=cfg.weight_decay,
+        )
+        self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
+        self.ref_model = None
+        if cfg.kl_coef:
+            import copy
+
+            self.ref_model = copy.deepcopy(self.model).requires_grad_(False)
+        self.step_no = 0
+        self.policy_version = 0
+        self.k = cfg.k_init
+        self.max_new_tokens = cfg.max_new_tokens
+        self.progress = progress
+        self.meta = meta or {}
+        self._prompts: dict[str, list[int]] = {}
+        self._times: dict[str, float] = {}
+
+    @staticmethod
+    def _config_eos(model) -> list[int]:
+        eos = getattr(model.generation_config, "eos_token_id", None)
+        return [e for e in (eos if isinstance(eos, list) else [eos]) if e is not None]
+
+    # ---- environments and prompts --------------------------------------------------------------
+    def env(self, kind: str) -> Environment:
+        if kind not in self.envs:
+            try:
+                options = self.cfg.environments.get(kind, {})
+                self.envs[kind] = get_environment(kind, reward=self.cfg.reward, **options)
+            except ImportError as e:
+                raise RuntimeError(f"environment {kind!r} is not available: {e}") from e
+        env = self.envs[kind]
+        # SPEC: no length penalty at the longest stage of the length curriculum
+        at_cap = self.max_new_tokens >= self.cfg.max_new_tokens_cap
+        env.reward_config = self.cfg.reward.model_copy(update={"w_len": 0.0} if at_cap else {})
+        return env
+
+    def prompt_ids(self, item: Item) -> list[int]:
+        if item.id not in self._prompts:
+            messages = self.env(item.kind).messages(item.record)
+            text = self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            )
+            self._prompts[item.id] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self._prompts[item.id]
+
+    @contextmanager
+    def _timed(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._times[name] = self._times.get(name, 0.0) + time.perf_counter() - start
+
+    # ---- sample and score ------------------------------------------------------------------
+    def rollout(
+        self, items: list[Item], n: int, *, greedy: bool = False, max_new_tokens: int | None = None
+    ) -> list[list[Sample]]:
+        with self._timed("generate"):
+            groups = generate(
+                self.model,
+                [self.prompt_ids(i) for i in items],
+                n=n,
+                max_new_tokens=max_new_tokens or self.max_new_tokens,
+                eos_ids=self.eos_ids,
+                pad_id=self.pad_id,
+                temperature=self.cfg.temperature,
+                top_p=self.cfg.top_p,
+                greedy=greedy,
+                generator=self.generator,
+                policy_version=self.policy_version,
+                autocast_dtype=self.autocast,
+            )
+        return groups
+
+    def score(self, item: Item, samples: list[Sample]) -> None:
+        with self._timed("score"):
+            env = self.env(item.kind)
+            rho = self.sampler.pass_rates.get(
+                item.id
+            )  # the prompt's last pass rate (length penalty)
+            for s in samples:
+                s.text = self.tokenizer.decode(s.completion_ids, skip_special_tokens=True)
+                reward = env.score(
+                    item.record,
+                    s.text,
+                    num_tokens=len(s.completion_ids),
+                    max_tokens=self.max_new_tokens,
+                    pass_rate=rho,
+                )
+                s.reward, s.components = reward.total, reward.components
+                s.passed = reward.components.get("task", 0.0) >= self.cfg.pass_threshold
+
+    # ---- learn ---------------------------------------------------------------------------------
+    def learn(self, groups: list[Group]) -> dict[str, float]:
+        cfg = self.cfg
+        samples = [s for g in groups for s in g.samples]
+        if not samples:
+            return {}
+        advantages = torch.cat(
+            [group_advantages(torch.tensor([s.reward for s in g.samples])) for g in groups]
+        )
+        order = torch.randperm(len(samples), generator=self.generator, device=self.device).tolist()
+        stats, total_loss, norms = LossStats(), 0.0, []
+        for chunk in np.array_split(np.array(order), max(1, min(cfg.minibatches, len(samples)))):
+            chunk = chunk.tolist()
+            masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in chunk]
+            rows = torch.cat([torch.full((len(m),), j) for j, m in enumerate(masks)])
+            weights = token_weights(cfg.aggregation, torch.cat(masks), rows).split(
+                [len(m) for m in masks]
+            )
+            self.optimizer.zero_grad(set_to_none=True)
+            for start in range(0, len(chunk), cfg.micro_batch_size):
+                part = range(start, min(start + cfg.micro_batch_size, len(chunk)))
+                loss, part_stats = self._micro_step(
+                    [samples[chunk[j]] for j in part],
+                    [weights[j] for j in part],
+                    advantages[[chunk[j] for j in part]],
+                )
+                loss.backward()
+                stats.add(part_stats)
+                total_loss += float(loss.detach())
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            norms.append(float(norm))
+            self.optimizer.step()
+            self.policy_version += 1
+        self.k = next_k(
+            self.k, stats.entropy, target=cfg.entropy_target, delta=cfg.k_delta, k_max=cfg.k_max
+        )
+        return {"loss": total_loss, "grad_norm": max(norms), **stats.summary()}
+
+    def _micro_step(
+        self, samples: list[Sample], weights: list[torch.Tensor], advantages: torch.Tensor
+    ):
+        cfg, dev = self.cfg, self.device
+        width_p = max(len(s.prompt_ids) for s in samples)
+        width_c = max(len(s.completion_ids) for s in samples)
+        shape = (len(samples), width_p + width_c)
+        ids = torch.full(shape, self.pad_id, dtype=torch.long)
+        attention = torch.zeros(shape, dtype=torch.long)
+        targets = torch.full((len(samples), width_c), self.pad_id, dtype=torch.long)
+        old = torch.zeros(len(samples), width_c)
+        sizes = torch.full((len(samples), width_c), 1 << 30, dtype=torch.int32)
+        w = torch.zeros(len(samples), width_c)
+        for i, s in enumerate(samples):  # prompt left-padded, completion right-padded
+            p, c = len(s.prompt_ids), len(s.completion_ids)
+            ids[i, width_p - p : width_p] = torch.tensor(s.prompt_ids)
+            ids[i, width_p : width_p + c] = torch.tensor(s.completion_ids)
+            attention[i, width_p - p : width_p + c] = 1
+            targets[i, :c] = torch.tensor(s.completion_ids)
+            old[i, :c] = torch.tensor(s.logprobs)
+            sizes[i, :c] = torch.tensor(s.nucleus_sizes, dtype=torch.int32)
+            w[i, :c] = weights[i]
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        ids, attention, positions = ids.to(dev), attention.to(dev), positions.to(dev)
+        targets, old, sizes, w = targets.to(dev), old.to(dev), sizes.to(dev), w.to(dev)
+        autocast = torch.autocast(dev.type, dtype=self.autocast) if self.autocast else nullcontext()
+
+        def completion_logprobs(model) -> torch.Tensor:
+            with autocast:  # logits only where a completion token is predicted
+                logits = model(
+                    input_ids=ids,
+                    attention_mask=attention,
+                    position_ids=positions,
+                    logits_to_keep=width_c + 1,
+                ).logits[:, :-1]
+            return token_logprobs(
+                logits, targets, sizes if cfg.top_p < 1 else None, cfg.temperature
+            )
+
+        logp = completion_logprobs(self.model)
+        ref = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref = completion_logprobs(self.ref_model)
+        adv = advantages.to(dev)[:, None].expand_as(logp)
+        return clipped_objective(
+            logp,
+            old,
+            adv,
+            w,
+            low=cfg.clip_low,
+            high=cfg.clip_high(self.k),
+            ratio_min=cfg.ratio_min,
+            ratio_max=cfg.ratio_max,
+            ref_logp=ref,
+            kl_coef=cfg.kl_coef,
+        )
+
+    # ---- evaluate ------------------------------------------------------------------------------
+    def evaluate(self) -> dict[str, float]:
+        """pass@1 on the held-out items: one greedy response each, graded by the same environments."""
+        if not self.eval_items:
+            return {}
+        passed, rewards = [], []
+        t = time.perf_counter()
+        for start in range(0, len(self.eval_items), 32):
+            items = self.eval_items[start : start + 32]
+            for item, (sample,) in zip(items, self.rollout(items, 1, greedy=True), strict=True):
+                self.score(item, [sample])
+                passed.append(sample.passed)
+                rewards.append(sample.components.get("task", 0.0))
+        return {
+            "eval/pass@1": float(np.mean(passed)),
+            "eval/task": float(np.mean(rewards)),
+            "eval/items": len(passed),
+            "time/eval": time.perf_counter() - t,
+        }
+
+    # ---- one step -------------------------------------------------------------------------------
+    def step(self) -> dict[str, Any]:
+        cfg = self.cfg
+        self._times = {}
+        start = time.perf_counter()
+        max_new = self.max_new_tokens
+        k_used = self.k
+        draw = sample_groups(self.sampler, cfg, self.rollout, self.score)
+        t = time.perf_counter()
+        learned = self.learn(draw.groups)
+        self._times["learn"] = time.perf_counter() - t
+        self.step_no += 1
+        kept = [s for g in draw.groups for s in g.samples]
+        every = draw.samples
+        lengths = [len(s.completion_ids) for s in every]
+        generated = sum(lengths)
+        elapsed = time.perf_counter() - start
+        row: dict[str, Any] = {
+            "step": self.step_no,
+            "policy_version": self.policy_version,
+            # trained-on groups (null when every group was filtered out) and all scored samples
+            "reward": _mean([s.reward for s in kept]) if kept else None,
+            "pass_rate": _mean([s.passed for s in kept]) if kept else None,
+            "reward_all": _mean([s.reward for s in every]),
+            "pass_rate_all": _mean([s.passed for s in every]),
+            **{
+                f"reward/{k}": _mean([s.components.get(k, 0.0) for s in every])
+                for k in _components(every)
+            },
+            "groups": len(draw.groups),
+            "prompts": draw.prompts,
+            "dropped_early": draw.dropped_early,
+            "dropped_full": draw.dropped_full,
+            "k": k_used,
+            "k_next": self.k,
+            **learned,
+            "len/mean": _mean(lengths),
+            "len/max": max(lengths, default=0),
+            "truncation": _mean([s.truncated for s in every]),
+            "max_new_tokens": max_new,
+            "tokens": generated,
+            "tokens_per_s": generated / elapsed if elapsed else 0.0,
+            "gen_tokens_per_s": generated / self._times.get("generate", 1e-9),
+            "time/generate": self._times.get("generate", 0.0),
+            "time/score": self._times.get("score", 0.0),
+            "time/learn": self._times["learn"],
+            "time/step": elapsed,
+        }
+        if self.cfg.log_rollouts:
+            self._log_rollouts(draw)
+        # length curriculum: double on a schedule or when many responses hit the limit
+        due = bool(cfg.double_every) and self.step_no % cfg.double_every == 0
+        if self.max_new_tokens < cfg.max_new_tokens_cap and (
+            due or row["truncation"] > cfg.double_above_truncation
+        ):
+            self.max_new_tokens = min(2 * self.max_new_tokens, cfg.max_new_tokens_cap)
+        return row
+
+    def _log_rollouts(self, draw) -> None:
+        """Every scored response (kept or dropped) as a Rollout record, for self-distillation."""
+        with open(self.out / "rollouts.jsonl", "a") as f:
+            for s in draw.samples:
+                item = draw.item_of[id(s)]
+                record = Rollout(
+                    prompt_id=item.id,
+                    environment=item.kind,
+                    policy_version=s.policy_version,
+                    prompt=self.env(item.kind).messages(item.record)[-1]["content"],
+                    completion=s.text,
+                    reward=s.reward,
+                    reward_components=s.components,
+                    num_tokens=len(s.completion_ids),
+                    truncated=s.truncated,
+                    step=self.step_no,
+                )
+                f.write(record.model_dump_json() + "\n")
+
+    # ---- the loop --------------------------------------------------------------------------------
+    def train(self, steps: int | None = None) -> list[dict[str, Any]]:
+        """Run until `steps` (default cfg.steps) steps are done in total; resumes are counted."""
+        cfg = self.cfg
+        total = steps if steps is not None else cfg.steps
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "config.json").write_text(
+            json.dumps({"grpo": cfg.model_dump(), **self.meta}, indent=1)
+        )
+        rows = []
+        bar = _Bar(total, self.step_no) if self.progress else None
+        try:
+            if self.step_no == 0 and cfg.eval_every and self.eval_items:
+                self._append({"step": 0, **self.evaluate()})
+            while self.step_no < total:
+                row = self.step()
+                last = self.step_no == total
+                if (
+                    cfg.eval_every
+                    and self.eval_items
+                    and (self.step_no % cfg.eval_every == 0 or last)
+                ):
+                    row.update(self.evaluate())
+                self._append(row)
+                rows.append(row)
+                if cfg.checkpoint_every and (self.step_no % cfg.checkpoint_every == 0 or last):
+                    self.save()
+                if bar:
+                    bar.update(row)
+        finally:
+            if bar:
+                bar.close()
+            for env in self.envs.values():
+                env.close()
+        return rows
+
+    def _append(self, row: dict[str, Any]) -> None:
+        with open(self.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+    def save(self) -> Path:
+        root = self.out / "checkpoints"
+        target = root / f"step-{self.step_no:06d}"
+        tmp = root / f".tmp-{self.step_no:06d}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.model.save_pretrained(tmp / "model")
+        self.tokenizer.save_pretrained(tmp / "model")
+        torch.save(
+            {
+                "step": self.step_no,
+                "policy_version": self.policy_version,
+                "k": self.k,
+                "max_new_tokens": self.max_new_tokens,
+                "optimizer": self.optimizer.state_dict(),
+                "sampler": self.sampler.state_dict(),
+                "generator": self.generator.get_state(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "python_rng": random.getstate(),
+                "numpy_rng": np.random.get_state(),
+            },
+            tmp / "trainer.pt",
+        )
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        for old in sorted(root.glob("step-*"))[: -self.cfg.keep_checkpoints or None]:
+            shutil.rmtree(old, ignore_errors=True)
+        return target
+
+    def resume(self, checkpoint: str | Path | None = None) -> int:
+        """Load the latest (or the given) checkpoint; returns the step to continue after (0: none).
+        metrics.jsonl and rollouts.jsonl lose the lines written after that checkpoint."""
+        from safetensors.torch import load_file
+
+        if checkpoint is None:
+            found = sorted((self.out / "checkpoints").glob("step-*/trainer.pt"))
+            if not found:
+                return 0
+            checkpoint = found[-1].parent
+        checkpoint = Path(checkpoint)
+        weights: dict[str, torch.Tensor] = {}
+        for file in sorted((checkpoint / "model").glob("*.safetensors")):
+            weights.update(load_file(file, device=str(self.device)))
+        missing, unexpected = self.model.load_state_dict(weights, strict=False)
+        tied = set(getattr(self.model, "_tied_weights_keys", None) or []) | {"lm_head.weight"}
+        if unexpected or set(missing) - tied:
+            raise RuntimeError(
+                f"checkpoint {checkpoint} does not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}"
+            )
+        state = torch.load(checkpoint / "trainer.pt", weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        random.setstate(state["python_rng"])
+        np.random.set_state(state["numpy_rng"])
+        self.step_no, self.policy_version = state["step"], state["policy_version"]
+        self.k, self.max_new_tokens = state["k"], state["max_new_tokens"]
+        for name in ("metrics.jsonl", "rollouts.jsonl"):
+            _truncate_after(self.out / name, self.step_no)
+        return self.step_no
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def _components(samples: list[Sample]) -> list[str]:
+    return sorted({k for s in samples for k in s.components})
+
+
+def _truncate_after(path: Path, step: int) -> None:
+    if not path.exists():
+        return
+    lines = [
+        line
+        for line in path.read_text().splitlines()
+        if line and json.loads(line).get("step", 0) <= step
+    ]
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+class _Bar:
+    """A rich progress bar with the numbers one watches during a climb."""
+
+    def __init__(self, total: int, done: int):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("train", total=total, completed=done, info="")
+
+    def update(self, row: dict[str, Any]) -> None:
+        info = (
+            f"reward {row['reward_all']:.3f} · pass {row['pass_rate_all']:.2f} · groups {row['groups']} · "
+            f"len {row['len/mean']:.0f} · k {row['k']:.2f} · {row['time/step']:.1f}s/step"
+        )
+        if "eval/pass@1" in row:
+            info += f" · eval {row['eval/pass@1']:.2f}"
+        self.progress.update(self.task, advance=1, info=info)
+
+    def close(self) -> None:
+        self.progress.stop()
