@@ -76,6 +76,8 @@ def run(
     engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
     workers: Annotated[int | None, typer.Option(help="processes (local) / CPUs (ray) for CPU-bound stages")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    retry_transient: Annotated[bool, typer.Option(
+        "--retry-transient", help="redo what a finished run dropped for transient reasons (timeouts, rate limits, budget)")] = False,
 ) -> None:
     """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
     if pipeline not in PIPELINES:
@@ -100,6 +102,7 @@ def run(
         progress=not quiet and sys.stderr.isatty(),
         seed=int(cfg.get("seed", 0)),
         llm=llm,
+        retry_transient=retry_transient,
     )
     try:
         result = run_pipeline(built, out, options)

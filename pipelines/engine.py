@@ -22,6 +22,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from rlclimb.schemas.arrow import arrow_schema
@@ -63,6 +66,7 @@ class RunOptions:
     seed: int = 0
     llm: Any = None  # an LLMConfig; the run's LLMClient is built from it
     shards_in_flight: int = 0  # 0 = 2 x workers
+    retry_transient: bool = False  # redo the shards of a finished run that ledgered transient drops
 
 
 @dataclass
@@ -640,7 +644,39 @@ def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None
     run = RunDir(Path(out))
     with run.lock():
         run.write_config(pipeline, options)
-        return LocalExecutor(pipeline, run, options).execute()
+        executor = LocalExecutor(pipeline, run, options)
+        if options.retry_transient:
+            reopen_transient(run, executor.segments)
+        return executor.execute()
+
+
+def reopen_transient(run: RunDir, segments: list[Segment]) -> int:
+    """Un-commit what a retry must redo: in the first segment whose ledger holds transient drops
+    (timeouts, rate limits, exhausted budgets...), the shards that dropped them; every later
+    segment entirely (its shards are cut from the earlier output, whose sizes change). Caches
+    make the redo cheap: only the transient failures are asked again. Returns shards reopened."""
+    transient = sorted(TRANSIENT_DROP_REASONS)
+    for k, seg in enumerate(segments):
+        seg_dir = run.segment_dir(seg.dirname)
+        if not seg_dir.exists():
+            return 0
+        hit = []
+        for ledger in sorted(seg_dir.glob("part-*.ledger.parquet")):
+            reasons = pq.read_table(ledger, columns=["reason"]).column("reason")
+            if pc.any(pc.is_in(reasons, pa.array(transient))).as_py():
+                hit.append(ledger.name.split(".")[0])
+        if not hit:
+            continue
+        if seg.is_global:
+            shutil.rmtree(seg_dir)
+        else:
+            for part in hit:
+                for f in seg_dir.glob(f"{part}.*"):
+                    f.unlink()
+        for later in segments[k + 1 :]:
+            shutil.rmtree(run.segment_dir(later.dirname), ignore_errors=True)
+        return len(hit)
+    return 0
 
 
 def model_rows(records: Iterable[BaseModel]) -> list[Record]:

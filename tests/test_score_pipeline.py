@@ -206,6 +206,34 @@ def test_rate_limits_are_retried_and_a_failing_endpoint_is_resumed(llm_server, t
     assert stage_stats(second)["solve"]["cached"] == 4  # easy, suspect, hard, faulty
 
 
+def test_a_finished_run_retries_its_transient_drops_on_request(llm_server, tmp_path):
+    state = {"down": True}
+    base = handler(SCRIPT)
+
+    def flaky(body, n):
+        text = body["messages"][-1]["content"]
+        if state["down"] and "[mid]" in text and body["model"] == "m2" and body["seed"] >= 2:
+            return Reply(status=503)
+        return base(body, n)
+
+    llm_server.script(flaky)
+    src, out, llm = items(tmp_path), tmp_path / "run", tier_config(llm_server)
+    sections = {"solve": {"k": 4, "k_early": 2}}
+    run(src, out, llm)
+    assert ledger(out)["mid"]["reason"] == "llm_server_error"
+    state["down"] = False
+    before = len(llm_server.requests)
+    run(src, out, llm)  # a plain re-run of a finished run does nothing
+    assert len(llm_server.requests) == before and "mid" not in data(out)
+
+    options = RunOptions(progress=False, llm=llm, retry_transient=True)
+    retried = run_pipeline(build([str(src)], sections, 100), out, options)
+    again = {(b["model"], b["seed"]) for b in llm_server.requests[before:] if "[mid]" in str(b)}
+    assert {m for m, _ in again} <= {"m2", "guess"} and ("m2", 2) in again  # only mid's failures
+    assert data(out)["mid"]["pass_rates"] == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
+    assert "mid" not in ledger(out) and retried.stats["records"] == 4  # easy, mid, hard, faulty
+
+
 def test_a_dead_endpoint_is_not_called_for_every_remaining_item(llm_server, tmp_path):
     script = {
         f"q{i}": {"truth": "3", "m0": ["3", "1"], "m1": ["3"], "m2": ["3"]} for i in range(10)
