@@ -26,31 +26,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def build_model(name: str):
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import AutoTokenizer
 
-    from rlclimb.rl.models import load_causal_lm, model_dir
+    from rlclimb.rl.models import load_causal_lm, model_dir, tiny_causal_lm
 
     if name != "tiny":
         return load_causal_lm(name)
-    import torch
-
     tok = AutoTokenizer.from_pretrained(model_dir("smollm2"))
     tok.padding_side = "left"
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=None,
-    )
-    return LlamaForCausalLM(config), tok
+    return tiny_causal_lm(tok, hidden_size=128, max_positions=1024), tok
 
 
 def questions(n: int):

@@ -118,3 +118,28 @@ def load_causal_lm(model: str | Path, *, dtype: str = "float32", device: str = "
         tokenizer.pad_token = tokenizer.eos_token
     lm = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype)).to(device)
     return lm, tokenizer
+
+
+def tiny_causal_lm(
+    tokenizer, *, hidden_size: int = 64, layers: int = 2, seed: int = 0, max_positions: int = 256
+):
+    """A small random-init Llama over `tokenizer`'s vocabulary: for tests and benchmarks of the
+    trainer, where learning must be visible in seconds on a CPU."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    return LlamaForCausalLM(config)

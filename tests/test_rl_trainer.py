@@ -32,23 +32,9 @@ def tokenizer():
 
 
 def tiny_model(tok, seed=0):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from rlclimb.rl.models import tiny_causal_lm
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=None,
-    )
-    return LlamaForCausalLM(config)
+    return tiny_causal_lm(tok, seed=seed)
 
 
 class CapitalEnv(Environment):
