@@ -49,7 +49,7 @@ class CodeEnvironment(Environment):
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = get_sandbox(self.options.get("backend"))
+            self._sandbox = get_sandbox(self.options.get("backend"), image=self.options.get("image"))
         return self._sandbox
 
     def language_for(self, problem: CodeProblem) -> str:

@@ -20,6 +20,7 @@ from rlclimb.schemas.records import CodeProblem
 
 class VerifyCodeConfig(StageConfig):
     backend: str = "auto"  # docker | bwrap | process | auto
+    image: str | None = None  # docker image, e.g. python:3.11-slim from a registry; None: the local base
     min_tests: int = 5
     agreement: float = 0.7  # share of compiling references that must reproduce a test's output
     time_limit_s: float | None = None  # per test; None: the problem's own limit
@@ -36,7 +37,7 @@ class VerifyCode(Stage):
     output_model = CodeProblem
 
     def setup(self, ctx: StageContext) -> None:
-        self.sandbox: Sandbox = get_sandbox(self.config.backend)
+        self.sandbox: Sandbox = get_sandbox(self.config.backend, image=self.config.image)
 
     def process(self, record: Record, ctx: StageContext) -> Record | Keep | Drop:
         cfg = self.config
