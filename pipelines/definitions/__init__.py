@@ -6,6 +6,7 @@ A definition lists its stage classes; the run config has one section per stage n
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -43,47 +44,16 @@ def configure(stage_classes: list[type[Stage]], sections: dict[str, Any]) -> lis
     return stages
 
 
-def _qa_jsonl(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .qa_jsonl import build
+def _lazy(module: str) -> Callable[[list[str], dict[str, Any], int], Pipeline]:
+    """The `build` of a definition module, imported on first use (keeps `rlclimb --help` fast)."""
 
-    return build(inputs, sections, shard_size)
+    def build(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
+        return importlib.import_module(f"{__name__}.{module}").build(inputs, sections, shard_size)
 
-
-def _stem_curate(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .stem_curate import build
-
-    return build(inputs, sections, shard_size)
-
-
-def _textbook_pdf(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .textbook_pdf import build
-
-    return build(inputs, sections, shard_size)
-
-
-def _qa_markdown(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .qa_markdown import build
-
-    return build(inputs, sections, shard_size)
-
-
-def _stem_score(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .stem_score import build
-
-    return build(inputs, sections, shard_size)
-
-
-def _code_problems(inputs: list[str], sections: dict[str, Any], shard_size: int) -> Pipeline:
-    from .code_problems import build
-
-    return build(inputs, sections, shard_size)
+    return build
 
 
 PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
-    "qa-jsonl": _qa_jsonl,
-    "stem-curate": _stem_curate,
-    "textbook-pdf": _textbook_pdf,
-    "qa-markdown": _qa_markdown,
-    "code-problems": _code_problems,
-    "stem-score": _stem_score,
+    name: _lazy(name.replace("-", "_"))
+    for name in ("qa-jsonl", "stem-curate", "textbook-pdf", "qa-markdown", "code-problems", "stem-score")
 }
