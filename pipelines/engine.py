@@ -54,8 +54,12 @@ class Pipeline:
     name: str
     reader: Any  # an iterable of dict | Rejected with fingerprint(), estimate_total(), describe()
     stages: list[Stage]
-    config: dict[str, Any] = field(default_factory=dict)  # the resolved pipeline config
+    config: dict[str, Any] | None = None  # the resolved config; default: each stage's config
     shard_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.config is None:  # a stage behind a combinator (consensus) reports its inner config
+            self.config = {s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in self.stages}
 
 
 @dataclass

@@ -29,6 +29,5 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
         name="code-problems",
         reader=JsonlReader(inputs),
         stages=stages,
-        config={s.name: s.config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )

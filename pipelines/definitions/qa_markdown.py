@@ -25,6 +25,5 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
         name="qa-markdown",
         reader=TextDocumentReader(inputs),
         stages=stages,
-        config={s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )

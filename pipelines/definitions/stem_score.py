@@ -46,7 +46,6 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
         name="stem-score",
         reader=reader,
         stages=stages,
-        config={s.name: s.config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )
 

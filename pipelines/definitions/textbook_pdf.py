@@ -67,6 +67,5 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
         name="textbook-pdf",
         reader=PdfPageReader(inputs, pages_per_shard=parse.config.pages_per_shard),
         stages=stages,
-        config={s.name: getattr(s, "inner", s).config.model_dump(mode="json") for s in stages},
         shard_size=shard_size,
     )
