@@ -33,7 +33,8 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
+def read_yaml_mapping(path: Path | None) -> dict[str, Any]:
+    """A config file as a mapping ({} without one); unreadable or malformed -> one-line exit 2."""
     config: dict[str, Any] = {}
     if path is not None:
         try:
@@ -46,6 +47,12 @@ def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
             fail(f"config {path}{where} is not valid YAML: {getattr(e, 'problem', e)}")
         if not isinstance(config, dict):
             fail(f"config {path} must be a YAML mapping, got {type(config).__name__}")
+    return config
+
+
+def apply_sets(config: dict[str, Any], sets: list[str], top_level: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """`--set a.b=value` overrides (values parsed as YAML). With `top_level`, keys outside it go
+    under `stages` (`--set import.question_field=x` is a stage key)."""
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep or not key:
@@ -53,14 +60,22 @@ def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
         value = yaml.safe_load(raw) if raw else ""
         parts = key.split(".")
         target = config
-        if parts[0] not in ("shard_size", "workers", "seed", "llm", "stages"):
-            target = config.setdefault("stages", {})  # `--set import.question_field=x` is a stage key
+        if top_level is not None and parts[0] not in top_level:
+            target = config.setdefault("stages", {})
         for p in parts[:-1]:
             target = target.setdefault(p, {})
             if not isinstance(target, dict):
                 fail(f"--set {key}: {p} is not a section")
         target[parts[-1]] = value
-    known = {"shard_size", "workers", "seed", "llm", "stages"}
+    return config
+
+
+RUN_CONFIG_KEYS = ("shard_size", "workers", "seed", "llm", "stages")
+
+
+def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
+    config = apply_sets(read_yaml_mapping(path), sets, RUN_CONFIG_KEYS)
+    known = set(RUN_CONFIG_KEYS)
     if unknown := set(config) - known:
         fail(f"unknown config key(s) {sorted(unknown)}; known: {sorted(known)}")
     return config

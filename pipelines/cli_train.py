@@ -8,32 +8,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
-from .cli import app, console, fail
+from .cli import app, apply_sets, console, fail, read_yaml_mapping
 
 
 def grpo_settings(path: Path | None, sets: list[str]) -> dict[str, Any]:
     """A GRPO config mapping from a YAML file plus `--set key=value` (dotted keys for sections,
     e.g. reward.w_len=0; values parsed as YAML, e.g. pass_range=[0.1,0.9])."""
-    settings: dict[str, Any] = {}
-    if path is not None:
-        try:
-            settings = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
-            fail(f"cannot read config {path}: {getattr(e, 'strerror', None) or e}")
-        if not isinstance(settings, dict):
-            fail(f"config {path} must be a YAML mapping, got {type(settings).__name__}")
-    for item in sets:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            fail(f"--set expects KEY=VALUE, got {item!r}")
-        *sections, last = key.split(".")
-        target = settings
-        for name in sections:
-            target = target.setdefault(name, {})
-        target[last] = yaml.safe_load(raw) if raw else ""
-    return settings
+    return apply_sets(read_yaml_mapping(path), sets)
 
 
 @app.command()
