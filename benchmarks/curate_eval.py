@@ -21,13 +21,13 @@ from pathlib import Path
 from rlclimb.environments.answer_check import check, infer_answer_type
 from rlclimb.pipelines.stage import Drop, StageContext
 from rlclimb.schemas.records import QAItem
-from rlclimb.stages.curate_cleanup import external_reference, needs_figure, strip_non_problem
-from rlclimb.stages.curate_convert import ConvertStage
-from rlclimb.stages.curate_evergreen import time_sensitivity
-from rlclimb.stages.curate_leakage import LeakageStage
-from rlclimb.stages.curate_pii import PIIStage
-from rlclimb.stages.curate_qtype import QuestionTypeStage, split_options
-from rlclimb.stages.curate_verifiable import VerifiableStage
+from rlclimb.stages.curate.cleanup import external_reference, needs_figure, strip_non_problem
+from rlclimb.stages.curate.convert import ConvertStage
+from rlclimb.stages.curate.evergreen import time_sensitivity
+from rlclimb.stages.curate.leakage import LeakageStage
+from rlclimb.stages.curate.pii import PIIStage
+from rlclimb.stages.curate.qtype import QuestionTypeStage, split_options
+from rlclimb.stages.curate.verifiable import VerifiableStage
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELED = ROOT / "tests" / "data" / "curate_labeled.jsonl"
@@ -103,7 +103,7 @@ def evaluate(items: list[dict], taxonomy: bool = True) -> dict:
 def evaluate_taxonomy(items: list[dict], backend: str = "minilm") -> dict:
     import asyncio
 
-    from rlclimb.stages.curate_taxonomy import TaxonomyStage
+    from rlclimb.stages.curate.taxonomy import TaxonomyStage
 
     stage = TaxonomyStage(backend=backend, min_similarity=0.0)
     t0 = time.perf_counter()

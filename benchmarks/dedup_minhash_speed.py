@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from datasketch import MinHash, MinHashLSH
 
 from rlclimb.pipelines.stage import StageContext
-from rlclimb.stages.dedup_minhash import MinHashDedup
-from rlclimb.stages.minhash_sketch import shingles
+from rlclimb.stages.dedup.minhash import MinHashDedup
+from rlclimb.stages.dedup.minhash_sketch import shingles
 from rlclimb.stages.text_keys import canonical_text
 
 _SYLLABLES = "ka lo mi ne ru sa te vo zi pa qu ex an is or ul em ip ta ro".split()

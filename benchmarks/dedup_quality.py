@@ -24,10 +24,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import dedup_evalset as E  # noqa: E402
 
-from rlclimb.stages.decontam import BenchmarkIndex, BenchmarkItem, DecontamConfig  # noqa: E402
-from rlclimb.stages.dedup_exact import ExactDedup  # noqa: E402
-from rlclimb.stages.dedup_minhash import MinHashDedup  # noqa: E402
-from rlclimb.stages.dedup_vector import VectorDedup  # noqa: E402
+from rlclimb.stages.dedup.decontam import BenchmarkIndex, BenchmarkItem, DecontamConfig  # noqa: E402
+from rlclimb.stages.dedup.exact import ExactDedup  # noqa: E402
+from rlclimb.stages.dedup.minhash import MinHashDedup  # noqa: E402
+from rlclimb.stages.dedup.vector import VectorDedup  # noqa: E402
 
 
 def line(name: str, r: dict, key: str) -> str:

@@ -28,7 +28,7 @@ import random  # noqa: E402
 import dedup_evalset as E  # noqa: E402
 
 from rlclimb.pipelines.stage import StageContext  # noqa: E402
-from rlclimb.stages.dedup_vector import VectorDedup  # noqa: E402
+from rlclimb.stages.dedup.vector import VectorDedup  # noqa: E402
 from rlclimb.stages.embedding import load_embedder  # noqa: E402
 
 

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from helpers.textbook_gen import ChapterSpec, make_textbook, rasterize_pages  # noqa: E402
 
 from rlclimb.pipelines.readers_pdf import PdfPageReader  # noqa: E402
-from rlclimb.stages.extract_qa import ExtractQA  # noqa: E402
-from rlclimb.stages.parse_pdf import ParsePdf, close_cached_pdfs  # noqa: E402
-from rlclimb.stages.structure import StructureDocument  # noqa: E402
+from rlclimb.stages.documents.extract_qa import ExtractQA  # noqa: E402
+from rlclimb.stages.documents.parse_pdf import ParsePdf, close_cached_pdfs  # noqa: E402
+from rlclimb.stages.documents.structure import StructureDocument  # noqa: E402
 
 
 def raw(path: Path) -> int:

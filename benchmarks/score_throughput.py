@@ -27,8 +27,8 @@ from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
 from rlclimb.pipelines.llm import LLMClient, LLMConfig
 from rlclimb.pipelines.readers import JsonlReader
 from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
-from rlclimb.stages.qa_import import ImportQA
-from rlclimb.stages.score_solve import SolveStage
+from rlclimb.stages.qa.importer import ImportQA
+from rlclimb.stages.score.solve import SolveStage
 
 
 def _answer(body: dict, n: int) -> Reply:

@@ -63,13 +63,13 @@ def _as_task(kind: str, row: dict) -> Any:
     except ValidationError:
         pass
     if kind == "code":
-        from rlclimb.stages.code_import import BadRecord, parse_problem
+        from rlclimb.stages.code.importer import BadRecord, parse_problem
 
         try:
             return parse_problem(row)
         except BadRecord as e:
             _fail(f"not a usable code problem ({e.reason}): {e}")
-    from rlclimb.stages.qa_import import ImportQA
+    from rlclimb.stages.qa.importer import ImportQA
 
     res = ImportQA().process({"file": "", "line": 0, "data": row}, None)
     if not isinstance(res, dict):

@@ -31,7 +31,7 @@ import orjson
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from rlclimb.stages.decontam import (
+from rlclimb.stages.dedup.decontam import (
     BenchmarkError,
     BenchmarkIndex,
     DecontamConfig,
@@ -39,7 +39,7 @@ from rlclimb.stages.decontam import (
     load_index,
     match_record,
 )
-from rlclimb.stages.qa_import import QUESTION_FIELDS
+from rlclimb.stages.qa.importer import QUESTION_FIELDS
 
 from .readers import InputError, check_inputs
 

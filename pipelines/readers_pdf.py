@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rlclimb.stages.parse_pdf import PdfUnreadable, open_pdf
-from rlclimb.stages.parse_records import page_id
+from rlclimb.stages.documents.parse_pdf import PdfUnreadable, open_pdf
+from rlclimb.stages.documents.parse_records import page_id
 
 from .readers import Rejected, _files_fingerprint, check_inputs
 from .stage import Drop

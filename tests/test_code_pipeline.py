@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from rlclimb.pipelines.cli import app
 from rlclimb.schemas.io import read_rows
-from rlclimb.stages.code_import import BadRecord, parse_problem
+from rlclimb.stages.code.importer import BadRecord, parse_problem
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "code_problems.jsonl"
 

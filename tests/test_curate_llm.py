@@ -18,15 +18,15 @@ from rlclimb.pipelines.llm import LLMConfig
 from rlclimb.pipelines.readers import JsonlReader
 from rlclimb.pipelines.scripted_server import Reply
 from rlclimb.schemas.io import read_rows
-from rlclimb.stages.curate_cleanup import CleanupStage
-from rlclimb.stages.curate_convert import ConvertStage, with_consensus
-from rlclimb.stages.curate_evergreen import EvergreenStage
-from rlclimb.stages.curate_leakage import LeakageStage
-from rlclimb.stages.curate_pii import PIIStage
-from rlclimb.stages.curate_qtype import QuestionTypeStage
-from rlclimb.stages.curate_taxonomy import TaxonomyStage
-from rlclimb.stages.curate_verifiable import VerifiableStage
-from rlclimb.stages.qa_import import ImportQA
+from rlclimb.stages.curate.cleanup import CleanupStage
+from rlclimb.stages.curate.convert import ConvertStage, with_consensus
+from rlclimb.stages.curate.evergreen import EvergreenStage
+from rlclimb.stages.curate.leakage import LeakageStage
+from rlclimb.stages.curate.pii import PIIStage
+from rlclimb.stages.curate.qtype import QuestionTypeStage
+from rlclimb.stages.curate.taxonomy import TaxonomyStage
+from rlclimb.stages.curate.verifiable import VerifiableStage
+from rlclimb.stages.qa.importer import ImportQA
 
 ITEMS = [
     ("plain", "Tom has 3 apples and buys 4 more. How many apples does he have?", "7"),

@@ -8,13 +8,13 @@ import pytest
 
 from rlclimb.pipelines.stage import Drop, StageContext
 from rlclimb.schemas.records import QAItem
-from rlclimb.stages.curate_cleanup import CleanupStage
-from rlclimb.stages.curate_convert import ConvertStage, keeps_mcq, proof_claim
-from rlclimb.stages.curate_evergreen import EvergreenStage
-from rlclimb.stages.curate_leakage import LeakageStage
-from rlclimb.stages.curate_pii import PIIStage, find_pii
-from rlclimb.stages.curate_qtype import QuestionTypeStage, split_options
-from rlclimb.stages.curate_verifiable import VerifiableStage
+from rlclimb.stages.curate.cleanup import CleanupStage
+from rlclimb.stages.curate.convert import ConvertStage, keeps_mcq, proof_claim
+from rlclimb.stages.curate.evergreen import EvergreenStage
+from rlclimb.stages.curate.leakage import LeakageStage
+from rlclimb.stages.curate.pii import PIIStage, find_pii
+from rlclimb.stages.curate.qtype import QuestionTypeStage, split_options
+from rlclimb.stages.curate.verifiable import VerifiableStage
 
 CTX = StageContext()
 
@@ -347,7 +347,7 @@ def test_convert_agree_uses_the_answer_checker():
     ("What is f(a)?", "(a) is 2", None),  # one label is no exercise in parts
 ])
 def test_split_parts(question, answer, expected):
-    from rlclimb.stages.curate_parts import SplitParts
+    from rlclimb.stages.curate.parts import SplitParts
 
     record = qa(question, answer)
     record["source"] = {"file": "book.pdf", "number": "7"}

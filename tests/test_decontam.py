@@ -15,7 +15,7 @@ import pytest
 from rlclimb.pipelines.definitions import ConfigError
 from rlclimb.pipelines.definitions.qa_jsonl import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
-from rlclimb.stages.decontam import (
+from rlclimb.stages.dedup.decontam import (
     BenchmarkError,
     BenchmarkIndex,
     BenchmarkItem,
@@ -121,7 +121,7 @@ def test_decontam_config_errors_before_running(tmp_path, monkeypatch):
     src = write_jsonl(tmp_path / "train.jsonl", [{"question": "What is 2+2 here?", "answer": "4"}])
     with pytest.raises(ConfigError, match="benchmark not found"):
         build([str(src)], {"decontam": {"benchmarks": [str(tmp_path / "nope.jsonl")]}})
-    from rlclimb.stages import decontam
+    from rlclimb.stages.dedup import decontam
 
     monkeypatch.setattr(decontam, "missing_extra", lambda b: "embedding backend 'minilm' needs the 'embed' extra (missing: torch): pip install 'rlclimb[embed]'")
     bench = write_jsonl(tmp_path / "b.jsonl", ROWS)

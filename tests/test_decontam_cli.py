@@ -115,7 +115,7 @@ def test_bad_invocations_exit_2_and_write_nothing(files, tmp_path, args, message
 
 
 def test_missing_embed_extra_is_named(files, tmp_path, monkeypatch):
-    from rlclimb.stages import decontam
+    from rlclimb.stages.dedup import decontam
 
     monkeypatch.setattr(decontam, "missing_extra", lambda b: f"embedding backend '{b}' needs the 'embed' extra (missing: torch): pip install 'rlclimb[embed]'")
     out = tmp_path / "out"

@@ -15,10 +15,10 @@ from datasketch import MinHashLSH
 from rlclimb.pipelines.definitions.qa_jsonl import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.pipelines.stage import StageContext
-from rlclimb.stages.dedup_common import clusters
-from rlclimb.stages.dedup_minhash import MinHashDedup
-from rlclimb.stages.minhash_sketch import MinHasher, estimated_jaccard
-from rlclimb.stages.minhash_store import BandBuckets
+from rlclimb.stages.dedup.common import clusters
+from rlclimb.stages.dedup.minhash import MinHashDedup
+from rlclimb.stages.dedup.minhash_sketch import MinHasher, estimated_jaccard
+from rlclimb.stages.dedup.minhash_store import BandBuckets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import dedup_evalset as E  # noqa: E402

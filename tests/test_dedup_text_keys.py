@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlclimb.stages.dedup_exact import ExactDedup
+from rlclimb.stages.dedup.exact import ExactDedup
 from rlclimb.stages.text_keys import canonical_text, numbers, numbers_compatible
 
 

@@ -14,7 +14,7 @@ from rlclimb.pipelines.definitions import ConfigError
 from rlclimb.pipelines.definitions.qa_jsonl import build
 from rlclimb.pipelines.stage import StageContext
 from rlclimb.stages import embedding
-from rlclimb.stages.dedup_vector import VectorDedup, VectorDedupConfig, range_pairs
+from rlclimb.stages.dedup.vector import VectorDedup, VectorDedupConfig, range_pairs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import dedup_evalset as E  # noqa: E402

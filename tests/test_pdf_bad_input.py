@@ -24,7 +24,7 @@ from rlclimb.pipelines.cli import app
 from rlclimb.pipelines.definitions.textbook_pdf import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.schemas.io import read_rows
-from rlclimb.stages.structure import StructureDocument
+from rlclimb.stages.documents.structure import StructureDocument
 
 runner = CliRunner()
 

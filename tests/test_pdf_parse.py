@@ -23,8 +23,8 @@ from helpers.textbook_gen import (
 
 from rlclimb.pipelines.readers_pdf import PdfPageReader
 from rlclimb.pipelines.stage import Drop
-from rlclimb.stages.parse_pdf import ParsePdf, close_cached_pdfs
-from rlclimb.stages.parse_quality import assess
+from rlclimb.stages.documents.parse_pdf import ParsePdf, close_cached_pdfs
+from rlclimb.stages.documents.parse_quality import assess
 
 ENGLISH = ("Let f be a continuous function on the closed interval [a, b]. Then f attains a maximum and a "
            "minimum on the interval, and the set of values of f is again a closed interval. ") * 3
@@ -180,7 +180,7 @@ def test_matrices_drawn_as_stacked_rows_come_out_as_pmatrix(tmp_path):
 
 
 def test_rebuild_matrices_leaves_other_number_lines_alone():
-    from rlclimb.stages.parse_matrix import rebuild_matrices
+    from rlclimb.stages.documents.parse_matrix import rebuild_matrices
 
     def line(text, x0, y0):
         return {"text": text, "x0": x0, "y0": y0, "x1": x0 + 6 * len(text), "y1": y0 + 10, "size": 10.0}

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rlclimb.pipelines.stage import Drop
-from rlclimb.stages.pair_qa import PairQA
+from rlclimb.stages.documents.pair_qa import PairQA
 
 
 def span(role: str, doc: str, path: list[str], text: str, answer: str | None = None, order: int = 0) -> dict:

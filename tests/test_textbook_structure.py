@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlclimb.stages.structure import StructureDocument, join_lines
-from rlclimb.stages.structure_headers import FurnitureFilter
-from rlclimb.stages.structure_patterns import (
+from rlclimb.stages.documents.structure import StructureDocument, join_lines
+from rlclimb.stages.documents.structure_headers import FurnitureFilter
+from rlclimb.stages.documents.structure_patterns import (
     instruction_range,
     merge_path,
     number_tokens,

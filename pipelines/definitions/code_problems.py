@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.code_import import ImportCode
-from rlclimb.stages.code_verify import VerifyCode
-from rlclimb.stages.dedup_exact import ExactDedup
+from rlclimb.stages.code.importer import ImportCode
+from rlclimb.stages.code.verify import VerifyCode
+from rlclimb.stages.dedup.exact import ExactDedup
 
 from ..engine import Pipeline
 from ..readers import JsonlReader

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.decontam import Decontam
-from rlclimb.stages.dedup_exact import ExactDedup
-from rlclimb.stages.dedup_minhash import MinHashDedup
-from rlclimb.stages.dedup_vector import VectorDedup
-from rlclimb.stages.qa_import import ImportQA
+from rlclimb.stages.dedup.decontam import Decontam
+from rlclimb.stages.dedup.exact import ExactDedup
+from rlclimb.stages.dedup.minhash import MinHashDedup
+from rlclimb.stages.dedup.vector import VectorDedup
+from rlclimb.stages.qa.importer import ImportQA
 from rlclimb.stages.text import NormalizeText, ValidateQA
 
 from ..engine import Pipeline

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.parse_markdown import TextDocumentReader
+from rlclimb.stages.documents.parse_markdown import TextDocumentReader
 
 from ..engine import Pipeline
 from . import configure

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.curate_cleanup import CleanupStage
-from rlclimb.stages.curate_convert import ConvertStage, with_consensus
-from rlclimb.stages.curate_evergreen import EvergreenStage
-from rlclimb.stages.curate_leakage import LeakageStage
-from rlclimb.stages.curate_parts import SplitParts
-from rlclimb.stages.curate_pii import PIIStage
-from rlclimb.stages.curate_qtype import QuestionTypeStage
-from rlclimb.stages.curate_taxonomy import TaxonomyError, TaxonomyStage
-from rlclimb.stages.curate_verifiable import VerifiableStage
+from rlclimb.stages.curate.cleanup import CleanupStage
+from rlclimb.stages.curate.convert import ConvertStage, with_consensus
+from rlclimb.stages.curate.evergreen import EvergreenStage
+from rlclimb.stages.curate.leakage import LeakageStage
+from rlclimb.stages.curate.parts import SplitParts
+from rlclimb.stages.curate.pii import PIIStage
+from rlclimb.stages.curate.qtype import QuestionTypeStage
+from rlclimb.stages.curate.taxonomy import TaxonomyError, TaxonomyStage
+from rlclimb.stages.curate.verifiable import VerifiableStage
 
 from ..engine import Pipeline
 from ..readers import InputError, ParquetReader

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.qa_import import ImportQA
-from rlclimb.stages.score_difficulty import DifficultyStage
-from rlclimb.stages.score_grade import BlindGradeStage
-from rlclimb.stages.score_guess import GuessStage
-from rlclimb.stages.score_solve import SolveStage
+from rlclimb.stages.qa.importer import ImportQA
+from rlclimb.stages.score.difficulty import DifficultyStage
+from rlclimb.stages.score.grade import BlindGradeStage
+from rlclimb.stages.score.guess import GuessStage
+from rlclimb.stages.score.solve import SolveStage
 
 from ..engine import Pipeline
 from ..readers import InputError, JsonlReader, ParquetReader

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlclimb.stages.extract_llm import ExtractLLM
-from rlclimb.stages.extract_qa import ExtractQA
-from rlclimb.stages.pair_qa import PairQA
-from rlclimb.stages.parse_pdf import ParsePdf
-from rlclimb.stages.parse_vlm import OcrVlm
-from rlclimb.stages.structure import StructureDocument
+from rlclimb.stages.documents.extract_llm import ExtractLLM
+from rlclimb.stages.documents.extract_qa import ExtractQA
+from rlclimb.stages.documents.pair_qa import PairQA
+from rlclimb.stages.documents.parse_pdf import ParsePdf
+from rlclimb.stages.documents.parse_vlm import OcrVlm
+from rlclimb.stages.documents.structure import StructureDocument
 
 from ..engine import Pipeline
 from ..readers_pdf import PdfPageReader
@@ -45,8 +45,8 @@ def with_text_units(sections: dict[str, Any]) -> dict[str, Any]:
 
 def curated(sections: dict[str, Any]) -> tuple[dict[str, Any], list]:
     """The `curate` option of the document pipelines: cleaning, dedup, then the curation stages."""
-    from rlclimb.stages.dedup_exact import ExactDedup
-    from rlclimb.stages.dedup_minhash import MinHashDedup
+    from rlclimb.stages.dedup.exact import ExactDedup
+    from rlclimb.stages.dedup.minhash import MinHashDedup
     from rlclimb.stages.text import NormalizeText, ValidateQA
 
     from .stem_curate import curate_option

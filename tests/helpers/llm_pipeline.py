@@ -14,8 +14,8 @@ from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
 from rlclimb.pipelines.llm import LLMConfig
 from rlclimb.pipelines.readers import JsonlReader
 from rlclimb.pipelines.stage import Record, Stage, StageContext
-from rlclimb.stages.dedup_exact import ExactDedup
-from rlclimb.stages.qa_import import ImportQA
+from rlclimb.stages.dedup.exact import ExactDedup
+from rlclimb.stages.qa.importer import ImportQA
 
 
 class Judge(Stage):

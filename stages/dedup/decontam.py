@@ -35,13 +35,13 @@ from pydantic import Field, model_validator
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
-from .dedup_common import input_text, write_report
-from .dedup_vector import build_index as build_vector_index
-from .dedup_vector import embedding_text
-from .embedding import Backend, load_embedder, missing_extra
+from ..embedding import Backend, load_embedder, missing_extra
+from ..qa.importer import QUESTION_FIELDS
+from ..text_keys import NumberPolicy, canonical_text, numbers, numbers_compatible
+from .common import input_text, write_report
 from .minhash_sketch import MinHasher
-from .qa_import import QUESTION_FIELDS
-from .text_keys import NumberPolicy, canonical_text, numbers, numbers_compatible
+from .vector import build_index as build_vector_index
+from .vector import embedding_text
 
 Matcher = Literal["exact", "minhash", "vector"]
 MATCHERS: tuple[str, ...] = ("exact", "minhash", "vector")

@@ -25,8 +25,8 @@ from pydantic import create_model
 
 from rlclimb.pipelines.stage import ConfigError, Drop, Record, StageContext
 
-from .curate_common import CurateConfig, CurateStage, add_tag, kept
-from .embedding import Backend, load_embedder, missing_extra
+from ..embedding import Backend, load_embedder, missing_extra
+from .common import CurateConfig, CurateStage, add_tag, kept
 
 
 class TaxonomyError(ValueError):

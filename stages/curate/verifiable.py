@@ -24,9 +24,9 @@ from rlclimb.environments.answer_check import (
 )
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .curate_common import CurateConfig, CurateStage, kept
-from .curate_convert import proof_claim
-from .text_keys import canonical_text
+from ..text_keys import canonical_text
+from .common import CurateConfig, CurateStage, kept
+from .convert import proof_claim
 
 _PLACEHOLDER = {"", "n/a", "na", "none given", "tbd", "todo", "?", "??", "-", "--", "...", "null", "nan", "unknown",
                 "no answer", "answer", "blank", "x", "xxx"}

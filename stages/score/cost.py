@@ -14,7 +14,7 @@ from typing import Any
 
 from rlclimb.pipelines.llm import LLMConfig, ModelProfile
 
-from .score_common import priced
+from .common import priced
 
 
 class DryRun(SystemExit):

@@ -120,7 +120,7 @@ def sentences(text: str) -> list[str]:
 
 def question_stem(record: Record) -> str:
     """The question without its multiple-choice options (they legitimately contain the answer)."""
-    from .curate_qtype import split_options
+    from .qtype import split_options
 
     stem, options = split_options(record.get("question") or "")
     return stem if options else record.get("question") or ""

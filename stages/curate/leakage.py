@@ -25,8 +25,8 @@ from rlclimb.environments.answer_check import (
 )
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .curate_common import CurateConfig, CurateStage, kept, math_spans, question_stem
-from .text_keys import canonical_text
+from ..text_keys import canonical_text
+from .common import CurateConfig, CurateStage, kept, math_spans, question_stem
 
 _INLINE_CHOICE = re.compile(r"\bwhich\s+(?:is|one\s+is|of\s+these\s+is)?\s*(?:larger|smaller|greater|bigger|less|more|heavier|faster)\b"
                             r"|\b(?:is\s+it|either)\b.+\bor\b|\bor\b.+\?\s*$|\bcompare\b", re.I | re.S)

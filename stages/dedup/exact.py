@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
-from .dedup_common import input_text, write_report
-from .text_keys import canonical_text
+from ..text_keys import canonical_text
+from .common import input_text, write_report
 
 
 class ExactDedupConfig(StageConfig):

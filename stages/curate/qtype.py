@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from rlclimb.environments.answer_check import boolean_value, choice_index, infer_answer_type
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .curate_common import CurateConfig, CurateStage, kept
+from .common import CurateConfig, CurateStage, kept
 
 QuestionType = Literal["open", "multiple_choice", "proof", "true_false"]
 

@@ -21,7 +21,8 @@ from pydantic import Field
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageContext
 
-from .dedup_common import (
+from ..text_keys import canonical_text, numbers, numbers_hash
+from .common import (
     ClusterConfig,
     RecordSpool,
     cluster_summary,
@@ -37,7 +38,6 @@ from .dedup_common import (
 )
 from .minhash_sketch import MinHasher, estimated_jaccard
 from .minhash_store import BandBuckets, SignatureStore
-from .text_keys import canonical_text, numbers, numbers_hash
 
 _VERIFY_CHUNK = 8192  # candidate pairs verified per signature lookup (bounds mapped pages)
 

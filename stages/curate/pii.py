@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .curate_common import Action, CurateConfig, CurateStage, add_tag, kept, mask_math, sentences
+from .common import Action, CurateConfig, CurateStage, add_tag, kept, mask_math, sentences
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b")
 _SSN = re.compile(r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b")

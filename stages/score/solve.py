@@ -39,7 +39,7 @@ from rlclimb.pipelines.stage import (
 )
 from rlclimb.schemas.records import QAItem
 
-from .score_common import (
+from .common import (
     EMBEDDED_K,
     AnswerChecker,
     Breaker,
@@ -53,7 +53,7 @@ from .score_common import (
     run_config,
     stated_answer,
 )
-from .score_cost import DryRun, EstimateLine, estimate, format_estimate
+from .cost import DryRun, EstimateLine, estimate, format_estimate
 
 PROMPT = (
     "Solve the following problem. Think step by step, then give the final answer on the last "

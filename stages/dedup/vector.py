@@ -21,7 +21,9 @@ from pydantic import Field, model_validator
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageContext
 
-from .dedup_common import (
+from ..embedding import Embedder, load_embedder, missing_extra
+from ..text_keys import canonical_text, numbers, numbers_hash
+from .common import (
     ClusterConfig,
     RecordSpool,
     cluster_summary,
@@ -35,8 +37,6 @@ from .dedup_common import (
     spill_directory,
     write_report,
 )
-from .embedding import Embedder, load_embedder, missing_extra
-from .text_keys import canonical_text, numbers, numbers_hash
 
 # Cosine thresholds per backend, chosen on the labeled eval set (benchmarks/dedup_quality.py).
 DEFAULT_THRESHOLDS = {"minilm": 0.9, "minilm-int8": 0.9, "static": 0.95}

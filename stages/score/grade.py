@@ -28,7 +28,7 @@ from rlclimb.pipelines.stage import (
     StageContext,
 )
 
-from .score_common import (
+from .common import (
     AnswerChecker,
     add_tag,
     ensure_llm,

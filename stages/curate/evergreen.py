@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .curate_common import Action, CurateConfig, CurateStage, flag, kept, mask_math
+from .common import Action, CurateConfig, CurateStage, flag, kept, mask_math
 
 _ROLE = (r"(?:president|prime\s+minister|chancellor|ceo|chief\s+executive|head\s+of\s+state|leader|chair(?:man|woman|person)?"
          r"|director|secretary[- ]general|pope|king|queen|monarch|governor|mayor|coach|captain|champion|owner|ambassador"

@@ -21,8 +21,8 @@ from pydantic import BaseModel
 
 from rlclimb.pipelines.stage import Drop, Keep, Record, StageContext
 
-from .curate_common import Action, CurateConfig, CurateStage, flag, kept, mask_math
-from .text_keys import numbers
+from ..text_keys import numbers
+from .common import Action, CurateConfig, CurateStage, flag, kept, mask_math
 
 _REF_NOUN = r"(?:example|exercise|problem|question|section|chapter|theorem|lemma|corollary|definition|proposition|table|equation|eq\.|figure|fig\.|page|p\.|appendix)"
 _EXT_NOUN = r"(?:example|exercise|problem|question|section|chapter|equation|eq\.|page|p\.|appendix)"  # figures: needs_figure

@@ -24,7 +24,7 @@ from rlclimb.pipelines.stage import (
     StageContext,
 )
 
-from .score_common import (
+from .common import (
     AnswerChecker,
     add_tag,
     choices_block,
@@ -34,7 +34,7 @@ from .score_common import (
     run_config,
     stated_answer,
 )
-from .score_cost import EstimateLine
+from .cost import EstimateLine
 
 PROMPT = (
     "Give only the final answer to the question below: no explanation, no working, "

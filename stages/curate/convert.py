@@ -25,8 +25,8 @@ from rlclimb.environments.answer_check import check, infer_answer_type
 from rlclimb.pipelines.consensus import Consensus
 from rlclimb.pipelines.stage import Drop, Keep, Record, Stage, StageContext
 
-from .curate_common import CurateConfig, CurateStage, add_tag, kept
-from .curate_qtype import split_options
+from .common import CurateConfig, CurateStage, add_tag, kept
+from .qtype import split_options
 
 _NOT_SELF_CONTAINED = re.compile(
     r"\b(?:which|what|who)\s+(?:one\s+)?of\s+(?:the\s+)?(?:following|above|below|these|those|options|choices|statements|answers)"
@@ -245,7 +245,7 @@ class ConvertStage(CurateStage):
         return check(va["answer"], vb["answer"], va["type"]).equivalent is True
 
 
-# Failures worth retrying on a later run (the engine does not cache these; see engine._is_transient).
+# Failures worth retrying on a later run (the engine does not cache these; see engine.rowcache.is_transient).
 def with_consensus(stage: ConvertStage) -> Stage:
     """The LLM conversion behind consensus (embedded conversion is deterministic: one run)."""
     c = stage.config

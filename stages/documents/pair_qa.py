@@ -68,7 +68,7 @@ class PairQA(Stage):
     def check(self, llm_config: Any) -> None:
         if self.config.llm_role:
             require_llm(llm_config, self.config.llm_role, "pair.llm_role")
-        from .embedding import BACKENDS
+        from ..embedding import BACKENDS
 
         if self.config.embeddings and self.config.embedding_backend not in BACKENDS:
             raise ConfigError(f"pair.embedding_backend: unknown {self.config.embedding_backend!r}; "
@@ -154,7 +154,7 @@ class PairQA(Stage):
         c = self.config
         if not c.embeddings:
             return [(ai, cands[: c.top_k]) for ai, cands in pending]
-        from .embedding import load_embedder, missing_extra
+        from ..embedding import load_embedder, missing_extra
 
         if (problem := missing_extra(c.embedding_backend)) is not None:
             self.note = problem  # numbering still pairs; ledgered leftovers say what is missing

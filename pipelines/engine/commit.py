@@ -1,0 +1,58 @@
+"""Committing shards: data part, ledger part, then the done marker (the marker is the commit)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from rlclimb.schemas.io import write_parquet
+
+from ..bookkeeping import LEDGER_SCHEMA, StageStats
+from ..stage import Record
+from .plan import PROVENANCE_FIELD, Segment
+
+
+def _part(seg_dir: Path, i: int) -> Path:
+    return seg_dir / f"part-{i:05d}.parquet"
+
+
+def _infer_table(rows: list[Record], metadata: dict[bytes, bytes]) -> pa.Table:
+    """A shard of records with no declared schema: infer it, with the typed provenance column.
+    (Shards may still differ, e.g. an all-null column; finalize unifies the data files.)"""
+    table = pa.Table.from_pylist(rows)
+    if "provenance" in table.column_names:
+        idx = table.column_names.index("provenance")
+        table = table.set_column(idx, PROVENANCE_FIELD, table["provenance"].cast(PROVENANCE_FIELD.type))
+    else:
+        table = table.append_column(PROVENANCE_FIELD, pa.nulls(len(table), PROVENANCE_FIELD.type))
+    return table.replace_schema_metadata(metadata)
+
+
+def commit_shard(seg_dir: Path, i: int, rows: list[Record], ledger: list[dict], stats: dict[str, StageStats], seg: Segment) -> None:
+    """Write data, then ledger, then the done marker: the marker is the commit."""
+    if rows:
+        table = pa.Table.from_pylist(rows, schema=seg.schema) if seg.schema is not None else _infer_table(rows, seg.metadata)
+        write_parquet(table, _part(seg_dir, i), table.schema)
+    else:
+        _part(seg_dir, i).unlink(missing_ok=True)
+    ledger_path = seg_dir / f"part-{i:05d}.ledger.parquet"
+    if ledger:
+        write_parquet(ledger, ledger_path, LEDGER_SCHEMA)
+    else:
+        ledger_path.unlink(missing_ok=True)
+    done = {"rows": len(rows), "drops": len(ledger), "stats": {k: v.to_dict() for k, v in stats.items()}}
+    write_json(seg_dir / f"part-{i:05d}.done.json", done)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def read_parts(seg_dir: Path) -> list[Path]:
+    return sorted(seg_dir.glob("part-*[0-9].parquet"))

@@ -1,0 +1,1 @@
+"""Coding problems: import and sandbox verification."""

@@ -1,0 +1,1 @@
+"""Curation: cleanup, classification, conversion and the stem-curate stages."""

@@ -1,0 +1,1 @@
+"""Dedup (exact, MinHash, vector) and benchmark decontamination."""

@@ -1,0 +1,1 @@
+"""Documents: PDF and Markdown pages -> positioned lines -> structure -> QA spans -> pairs."""

@@ -1,0 +1,1 @@
+"""Difficulty scoring: solve by model tiers, difficulty bins, blind grading, guessability."""
