@@ -37,9 +37,8 @@ def arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
     if origin is list:
         (item,) = typing.get_args(annotation)
         return pa.list_(arrow_type(item)[0]), False
-    if origin is dict:
-        key, value = typing.get_args(annotation)
-        return pa.map_(arrow_type(key)[0], arrow_type(value)[0]), False
+    if origin is dict:  # Hugging Face `datasets` cannot load Arrow maps: every output must load there
+        raise TypeError(f"no map fields in records ({annotation}): use a list of structs or a struct")
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return pa.struct(list(model_fields(annotation))), False
     if annotation in _SCALARS:

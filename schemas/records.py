@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .ids import content_id, normalize_text
 
@@ -67,6 +67,27 @@ class TierSolve(Model):
     cost: float = 0.0  # at the tier's price (a sample answered from the cache counts too)
 
 
+class TierRate(Model):
+    """One tier's share of correct samples. A list of these, not a map: Hugging Face `datasets`
+    has no map type, and every output column must load there."""
+
+    tier: str
+    rate: float
+
+
+def pass_rate_map(rates: list | dict | None) -> dict[str, float]:
+    """`pass_rates` as {tier: rate}, from a row ([{tier, rate}]), models, or the old map form."""
+    if isinstance(rates, dict):
+        return dict(rates)
+    rows = [r.model_dump() if isinstance(r, BaseModel) else r for r in rates or []]
+    return {r["tier"]: r["rate"] for r in rows}
+
+
+def pass_rate_list(rates: dict[str, float]) -> list[dict[str, float | str]]:
+    """{tier: rate} as the stored form, in the order given (weakest tier first)."""
+    return [{"tier": t, "rate": r} for t, r in rates.items()]
+
+
 class QAItem(Model):
     id: str = ""
     question: str
@@ -78,11 +99,16 @@ class QAItem(Model):
     topic: list[str] = Field(default_factory=list)  # hierarchical path, e.g. ["math", "algebra"]
     difficulty: str | None = None
     tags: list[str] = Field(default_factory=list)
-    pass_rates: dict[str, float] = Field(default_factory=dict)  # tier -> share of samples correct
+    pass_rates: list[TierRate] = Field(default_factory=list)  # per tier, weakest first
     solve: list[TierSolve] = Field(default_factory=list)  # the samples behind pass_rates
     meta: str = "{}"  # JSON object: fields kept from the input that the schema does not name
     source: Source = Field(default_factory=Source)
     provenance: list[StageEvent] = Field(default_factory=list)
+
+    @field_validator("pass_rates", mode="before")
+    @classmethod
+    def _rates_from_mapping(cls, v):  # {tier: rate} is accepted and stored as a list
+        return pass_rate_list(v) if isinstance(v, dict) else v
 
     def model_post_init(self, __context) -> None:
         if not self.id:
@@ -189,6 +215,16 @@ class ToolEnvironment(Model):
             self.id = content_id("toolenv", self.name, normalize_text(self.description))
 
 
+class RewardComponents(Model):
+    """The reward parts every environment reports (environments/rewards.py); a struct, not a map,
+    so rollouts load in Hugging Face `datasets`."""
+
+    task: float = 0.0  # the environment's verdict: 1 solved, 0 not (partial for some kinds)
+    format: float = 0.0  # 1 when the response has the expected answer format
+    lang: float = 0.0  # language consistency of the reasoning
+    length: float = 0.0  # pass-rate-scaled length penalty (subtracted)
+
+
 class Rollout(Model):
     id: str = ""
     prompt_id: str
@@ -197,7 +233,7 @@ class Rollout(Model):
     prompt: str
     completion: str
     reward: float
-    reward_components: dict[str, float] = Field(default_factory=dict)
+    reward_components: RewardComponents = Field(default_factory=RewardComponents)
     num_tokens: int = 0
     truncated: bool = False
     step: int = 0

@@ -35,6 +35,7 @@ from rlclimb.schemas import (
     write_records,
 )
 from rlclimb.schemas.io import read_rows
+from rlclimb.schemas.records import pass_rate_map
 
 EVENT = StageEvent(stage="judge", version="2", decision="modify", reason="2/3 agree", model="m",
                    votes=["a", "a", "b"], cost=0.125)
@@ -51,7 +52,8 @@ def _samples() -> dict[str, list]:
         "qa": [
             QAItem(question="What is 2+2?", answer="4", solution="2+2=4", answer_type="numeric",
                    question_type="open", choices=["3", "4"], topic=["math", "arithmetic"],
-                   difficulty="easy", tags=["t1", "t2"], meta='{"k": 1}', source=SOURCE,
+                   difficulty="easy", tags=["t1", "t2"], pass_rates={"tier-0": 0.25, "tier-1": 1.0},
+                   meta='{"k": 1}', source=SOURCE,
                    provenance=[EVENT, StageEvent(stage="split", version="1", decision="expand")]),
             QAItem(question="Ünïcode ∫ question — long enough?", answer=""),
         ],
@@ -83,7 +85,7 @@ def _samples() -> dict[str, list]:
         "tooltask": [task, ToolTask(instruction="Just answer.", needs_tools=False)],
         "rollout": [
             Rollout(prompt_id="qa-1", environment="math", policy_version=3, prompt="2+2?", completion="4",
-                    reward=1.0, reward_components={"correct": 1.0, "format": 0.5, "len": -0.25},
+                    reward=1.0, reward_components={"task": 1.0, "format": 0.5, "length": 0.25},
                     num_tokens=17, truncated=True, step=9),
             Rollout(prompt_id="qa-2", environment="code", policy_version=0, prompt="p", completion="c",
                     reward=-0.5),
@@ -125,7 +127,8 @@ def test_arrow_types_of_nested_fields():
     assert prov.value_type.field("cost").type == pa.float64()
     assert arrow_schema(QAItem).field("answer_type").type == pa.string()  # Literal of str
     ro = arrow_schema(Rollout)
-    assert ro.field("reward_components").type == pa.map_(pa.string(), pa.float64())
+    assert pa.types.is_struct(ro.field("reward_components").type)
+    assert pa.types.is_struct(qa.field("pass_rates").type.value_type)
     assert ro.field("truncated").type == pa.bool_()
     env = arrow_schema(ToolEnvironment)
     tasks = env.field("tasks").type.value_type
@@ -134,14 +137,35 @@ def test_arrow_types_of_nested_fields():
     assert code.field("tests").type.value_type.field("kind").type == pa.string()
 
 
-def test_rollout_map_survives_parquet_as_a_dict(tmp_path):
+def test_no_record_kind_has_a_map_column():
+    """Hugging Face `datasets` has no Arrow map type: every column of every kind must load there."""
+    datasets = pytest.importorskip("datasets")
+    for kind, model in RECORD_KINDS.items():
+        features = datasets.Features.from_arrow_schema(arrow_schema(model))
+        assert list(features) == list(model.model_fields), kind
+    with pytest.raises(TypeError, match="no map fields"):
+        from rlclimb.schemas.arrow import arrow_type
+
+        arrow_type(dict[str, float])
+
+
+def test_pass_rates_are_a_list_of_tier_rates_and_accept_a_mapping(tmp_path):
+    item = _samples()["qa"][0]
+    assert [r.model_dump() for r in item.pass_rates] == [{"tier": "tier-0", "rate": 0.25}, {"tier": "tier-1", "rate": 1.0}]
+    row = read_rows(write_records([item], tmp_path / "q.parquet"))[0]
+    assert row["pass_rates"] == [{"tier": "tier-0", "rate": 0.25}, {"tier": "tier-1", "rate": 1.0}]
+    assert pass_rate_map(row["pass_rates"]) == pass_rate_map(item.pass_rates) == {"tier-0": 0.25, "tier-1": 1.0}
+    assert pass_rate_map({"tier-0": 0.5}) == {"tier-0": 0.5} and pass_rate_map(None) == {}
+
+
+def test_rollout_components_are_a_struct_with_the_environment_parts(tmp_path):
     r = _samples()["rollout"][0]
-    path = write_records([r], tmp_path / "r.parquet")
-    raw = pq.read_table(path).column("reward_components")
-    assert pa.types.is_map(raw.type)
-    row = read_rows(path)[0]
-    assert row["reward_components"] == {"correct": 1.0, "format": 0.5, "len": -0.25}
-    assert isinstance(row["reward_components"], dict)
+    row = read_rows(write_records([r], tmp_path / "r.parquet"))[0]
+    assert row["reward_components"] == {"task": 1.0, "format": 0.5, "lang": 0.0, "length": 0.25}
+    assert json.loads(r.model_dump_json())["reward_components"]["task"] == 1.0
+    with pytest.raises(ValueError):  # a part no environment reports is a mistake, not a new column
+        Rollout(prompt_id="p", environment="math", policy_version=0, prompt="x", completion="y",
+                reward=0, reward_components={"typo": 1.0})
 
 
 def test_write_records_refuses_an_empty_list(tmp_path):

@@ -118,7 +118,7 @@ def test_stem_score_without_llm_config_uses_the_embedded_tier(tmp_path, fake_gen
     rows = to_rows(pq.read_table(result.run_dir / "data"))
     assert len(rows) == 3
     for row in rows:  # k=4 by default with the embedded tier; rows alternate right / wrong
-        assert row["pass_rates"] == {"tier-0": 0.5} and row["difficulty"] == "tier-0"
+        assert row["pass_rates"] == [{"tier": "tier-0", "rate": 0.5}] and row["difficulty"] == "tier-0"
         assert row["solve"][0]["samples"] == 4 and row["solve"][0]["model"] == "tier-0"
         assert row["tags"] == ["guessable"]
     solve_calls = [c for c in fake_generate if c["params"].get("max_tokens") == 256]
@@ -146,8 +146,8 @@ def test_real_smollm2_tier_solves_single_digit_sums(tmp_path):
     assert len(rows) == 2
     for row in rows:
         tier = row["solve"][0]
-        assert tier["samples"] == 2 and set(row["pass_rates"]) == {"tier-0"}
-        assert 0.0 <= row["pass_rates"]["tier-0"] <= 1.0
+        assert tier["samples"] == 2 and [r["tier"] for r in row["pass_rates"]] == ["tier-0"]
+        assert 0.0 <= row["pass_rates"][0]["rate"] <= 1.0
         assert row["difficulty"] in ("tier-0", "unsolved")
     stats = {s["name"]: s for s in result.stats["stages"]}
     assert stats["solve"]["llm"]["completion_tokens"] > 0

@@ -14,6 +14,7 @@ from rlclimb.pipelines.definitions.stem_score import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.pipelines.scripted_server import Reply
 from rlclimb.schemas.io import to_rows
+from rlclimb.schemas.records import pass_rate_map
 
 TRUNCATED = Reply("Let me think about this carefully and", finish_reason="length")
 NO_ANSWER = Reply("I am not sure how to do this one.")
@@ -74,7 +75,7 @@ def test_pass_rates_early_exit_bins_grading_and_guessing(llm_server, tmp_path):
     assert dropped["suspect"]["reason"] == "ground_truth_suspect"
     assert "'5' (2/2)" in dropped["suspect"]["detail"]
 
-    rates = {name: row["pass_rates"] for name, row in got.items()}
+    rates = {name: pass_rate_map(row["pass_rates"]) for name, row in got.items()}
     assert rates["easy"] == {"tier-0": 1.0, "tier-1": 1.0, "tier-2": 1.0}  # 2 samples each
     assert rates["mid"] == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
     assert rates["hard"] == {"tier-0": 0.0, "tier-1": 0.0, "tier-2": 0.0}
@@ -202,7 +203,7 @@ def test_rate_limits_are_retried_and_a_failing_endpoint_is_resumed(llm_server, t
         if b["messages"][-1]["content"].startswith("Solve") and "[mid]" in str(b)
     ]
     assert sorted(set(again)) == [("m2", 2), ("m2", 3)]
-    assert data(out)["mid"]["pass_rates"] == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
+    assert pass_rate_map(data(out)["mid"]["pass_rates"]) == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
     assert stage_stats(second)["solve"]["cached"] == 4  # easy, suspect, hard, faulty
 
 
@@ -230,7 +231,7 @@ def test_a_finished_run_retries_its_transient_drops_on_request(llm_server, tmp_p
     retried = run_pipeline(build([str(src)], sections, 100), out, options)
     again = {(b["model"], b["seed"]) for b in llm_server.requests[before:] if "[mid]" in str(b)}
     assert {m for m, _ in again} <= {"m2", "guess"} and ("m2", 2) in again  # only mid's failures
-    assert data(out)["mid"]["pass_rates"] == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
+    assert pass_rate_map(data(out)["mid"]["pass_rates"]) == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
     assert "mid" not in ledger(out) and retried.stats["records"] == 4  # easy, mid, hard, faulty
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from rlclimb.pipelines.stage import ConfigError, Record, Stage, StageConfig, StageContext
+from rlclimb.schemas.records import pass_rate_map
 
 
 class DifficultyConfig(StageConfig):
@@ -40,7 +41,7 @@ class DifficultyStage(Stage):
     Config = DifficultyConfig
 
     def process(self, record: Record, ctx: StageContext) -> Record:
-        rates = record.get("pass_rates") or {}
+        rates = pass_rate_map(record.get("pass_rates"))
         tiers = [s["tier"] for s in record.get("solve") or []] or list(rates)
         if not tiers:
             return record  # not scored: leave any difficulty it came with

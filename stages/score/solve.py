@@ -37,7 +37,7 @@ from rlclimb.pipelines.stage import (
     StageConfig,
     StageContext,
 )
-from rlclimb.schemas.records import QAItem
+from rlclimb.schemas.records import QAItem, pass_rate_list
 
 from .common import (
     EMBEDDED_K,
@@ -97,7 +97,7 @@ class _Sample:
 
 class SolveStage(Stage):
     name = "solve"
-    version = "1"
+    version = "2"  # 2: pass_rates as a list of {tier, rate}
     kind = "map"
     Config = SolveConfig
     cache = True
@@ -279,7 +279,7 @@ class SolveStage(Stage):
                     "cost": sum(s.cost for s in got),
                 }
             )
-        record["solve"], record["pass_rates"] = solve, rates
+        record["solve"], record["pass_rates"] = solve, pass_rate_list(rates)
         models = ",".join(dict.fromkeys(s["model"] for s in solve if s["model"]))
         votes = tuple(f"{t}={r:.3g}" for t, r in rates.items())
         return Keep(record, reason=decided, model=models or None, votes=votes, cost=cost)
