@@ -6,11 +6,14 @@ program, inside the sandbox) and a run command. Adding a language is one `Langua
 
 Tests are stdin/stdout pairs (output compared token by token, floats within 1e-6) or, for
 Python, function calls: `input` is a call expression such as `add(1, 2)`, `output` the expected
-value's repr; a small driver imports the program as a module and compares the values.
+value as a Python literal; a small driver imports the program as a module and sends back the
+returned value, which the host compares (the expected output never enters the sandbox, for
+either kind of test).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from collections.abc import Sequence
@@ -59,22 +62,103 @@ def get_language(name: str) -> Language:
 # Compiling needs more room than most problems' limits allow the program itself.
 COMPILE_LIMITS = Limits(wall_s=60, memory_mb=1024, processes=64, output_bytes=64 << 10)
 
-CALL_DRIVER = """\
-import ast, importlib.util, sys
+# Function-call tests: the driver runs in the sandbox with the call expression on stdin, imports
+# the program, evaluates the call and writes the returned value, as tagged JSON of plain data
+# (exact builtin types only: no __eq__ or __repr__ of the program's objects takes part), to the
+# original stdout; the program's own prints go to stderr. The expected value never enters the
+# sandbox: the host decodes the value and compares. Nothing inside the program's process can be
+# kept from the program, and nothing needs to be: whatever it writes to the driver's channel
+# (fd 1) is just a value it chose, which it could have returned; it cannot learn the expected one.
+CALL_DRIVER = r"""
+import importlib.util, json, math, os, sys
+expr = sys.stdin.read()
+channel = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdin = open(os.devnull)
+sys.set_int_max_str_digits(0)
 spec = importlib.util.spec_from_file_location("solution", "main.py")
 mod = importlib.util.module_from_spec(spec)
+sys.modules["solution"] = mod
 spec.loader.exec_module(mod)
-expr, expected = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 got = eval(expr, vars(mod))
-try:
-    want = ast.literal_eval(expected)
-except (ValueError, SyntaxError):
-    want = eval(expected, vars(mod))
-if isinstance(got, tuple): got = list(got)
-if isinstance(want, tuple): want = list(want)
-ok = got == want or (isinstance(got, float) and isinstance(want, (int, float)) and abs(got - want) <= 1e-6 * max(1, abs(want)))
-print("RLCLIMB_PASS" if ok else "RLCLIMB_FAIL " + repr(got)[:200])
+def plain(x):
+    t = type(x)
+    if x is None or t in (bool, int, str):
+        return x
+    if t is float:
+        return x if math.isfinite(x) else {"__float__": repr(x)}
+    if t in (list, tuple):
+        return [plain(v) for v in x]
+    if t in (set, frozenset):
+        return {"__set__": [plain(v) for v in x]}
+    if t is dict:
+        return {"__dict__": [[plain(k), plain(v)] for k, v in x.items()]}
+    if t is bytes:
+        return {"__bytes__": x.hex()}
+    raise TypeError(f"the function returned {t.__name__}, not plain data (numbers, strings, lists, dicts, ...)")
+channel.write(json.dumps(plain(got)))
+channel.close()
 """
+CALL_COMMAND = ["python3", "-I", "-B", "-c", CALL_DRIVER]
+
+
+def _decode(tagged):
+    """The driver's tagged JSON back to Python values (tuples arrive as lists)."""
+    if isinstance(tagged, list):
+        return [_decode(v) for v in tagged]
+    if isinstance(tagged, dict):
+        if "__float__" in tagged:
+            return float(tagged["__float__"])
+        if "__set__" in tagged:
+            return {_hashable(_decode(v)) for v in tagged["__set__"]}
+        if "__dict__" in tagged:
+            return {_hashable(_decode(k)): _decode(v) for k, v in tagged["__dict__"]}
+        if "__bytes__" in tagged:
+            return bytes.fromhex(tagged["__bytes__"])
+        raise ValueError(f"unknown tag {sorted(tagged)[:3]}")
+    return tagged
+
+
+def _hashable(value):
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+def _normalize(value):
+    """Expected values as the driver sends returned ones: tuples as lists, throughout."""
+    if isinstance(value, list | tuple):
+        return [_normalize(v) for v in value]
+    if isinstance(value, dict):
+        return {_hashable(_normalize(k)): _normalize(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return {_hashable(_normalize(v)) for v in value}
+    return value
+
+
+def expected_value(text: str):
+    """A call test's expected value: a Python literal (or JSON: true/null). Never evaluated as
+    code. Raises ValueError when it is neither."""
+    try:
+        return _normalize(ast.literal_eval(text.strip()))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        return _normalize(json.loads(text))
+    except (ValueError, RecursionError):
+        raise ValueError(f"expected value is not a Python literal: {text[:60]!r}") from None
+
+
+def values_match(got, want) -> bool:
+    """Equal (Python's ==: True matches 1), with floats within 1e-6 relative to max(1, |want|)
+    at any depth of lists and dicts."""
+    if isinstance(got, list) and isinstance(want, list):
+        return len(got) == len(want) and all(map(values_match, got, want))
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(values_match(got[k], want[k]) for k in got)
+    if isinstance(got, float) or isinstance(want, float):
+        if not (isinstance(got, int | float) and isinstance(want, int | float)):
+            return False
+        return got == want or abs(got - want) <= 1e-6 * max(1.0, abs(want))
+    return got == want
 
 
 def _tokens_equal(a: str, b: str) -> bool:
@@ -157,8 +241,6 @@ def run_tests(
     session_limits = COMPILE_LIMITS if lang.compile else limits
     session_limits = session_limits.with_(memory_mb=max(session_limits.memory_mb, memory_mb))
     files: dict[str, str] = {lang.source: code}
-    if any(t.kind == "call" for t in tests):
-        files["_driver.py"] = CALL_DRIVER
     try:
         session = sandbox.session(files=files, limits=session_limits)
     except Exception as e:
@@ -189,11 +271,22 @@ def _run_one(
             return TestOutcome(
                 "ERROR", False, detail=f"function-call tests are not supported for {lang.name}"
             )
-        session.write_files({f"_t{i}.in": test.input, f"_t{i}.out": test.output})
-        r = session.run(f"python3 _driver.py _t{i}.in _t{i}.out", limits=limits)
-        passed = r.ok and r.stdout.strip() == "RLCLIMB_PASS"
+        try:
+            want = expected_value(test.output)
+        except ValueError as e:
+            return TestOutcome("ERROR", False, detail=str(e))
+        r = session.run(CALL_COMMAND, stdin=test.input, limits=limits)
         output = r.stdout.strip()[:keep]
-        detail = r.detail or ("" if passed else output[:120])
+        passed, detail = False, r.detail
+        if r.ok:
+            try:
+                got = _decode(json.loads(r.stdout))
+            except (ValueError, TypeError, KeyError, RecursionError):
+                last = r.stderr.strip().splitlines()[-1:] or ["nothing"]
+                detail = f"no returned value read: {last[0][:120]}"
+            else:
+                passed = values_match(got, want)
+                detail = "" if passed else f"expected {test.output[:40]!r}, got {repr(got)[:40]}"
     else:
         r = session.run(lang.run, stdin=test.input, limits=limits)
         output = r.stdout[:keep]

@@ -6,7 +6,8 @@ Every run returns a `Result` whose `status` says what happened:
 
     OK       exited 0                        RE    exited non-zero (or died of a signal)
     TLE      wall or CPU time limit hit      MLE   memory limit hit (OOM kill, MemoryError, bad_alloc)
-    OLE      stdout/stderr (or a file) over the output limit: output truncated, program killed
+    OLE      stdout/stderr (or a file) over the output limit: output truncated, program killed;
+             or the scratch quota (`disk_bytes`, `disk_files`) full when the program failed
     BLOCKED  failed on a denied operation (network unreachable, permission denied, read-only fs,
              process limit): the sandbox refused something the program tried
     ERROR    the sandbox itself failed (engine down, bad setup): says nothing about the program
@@ -20,7 +21,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 
@@ -42,6 +42,8 @@ class Limits:
     processes: int = 64  # tasks (processes + threads) alive at once
     output_bytes: int = 1 << 20  # per stream (stdout, stderr); more is truncated -> OLE
     file_bytes: int = 64 << 20  # largest file a program may write in its scratch dir
+    disk_bytes: int = 256 << 20  # all it may write: scratch dir, /tmp, /dev/shm together (OLE)
+    disk_files: int = 10_000  # files and directories there, at most
     cpus: float = 1.0  # CPU share (docker nano_cpus)
 
     def with_(self, **changes: Any) -> Limits:
@@ -96,9 +98,18 @@ def classify(
     timed_out: bool = False,
     output_exceeded: bool = False,
     oom: bool = False,
+    disk_full: bool = False,
     stderr: str = "",
 ) -> tuple[Status, str]:
-    """The status of a finished run. `exit_code` < 0 means killed by signal -exit_code."""
+    """The status of a finished run. `exit_code` < 0 means killed by signal -exit_code.
+
+    Kernel facts decide first: output caps (counted by the host), the wall clock (host), the
+    signal the process died of, `oom` (the kernel's OOM kill, where the backend can see it: the
+    Docker container's memory cgroup) and `disk_full` (the scratch quota's statvfs). Error text
+    is a fallback only where the kernel reports nothing: an allocation refused under an
+    address-space rlimit (MemoryError, bad_alloc -> MLE) and denied operations (-> BLOCKED). A
+    program can fake those two by printing the message, which changes only its status, never
+    whether it passes a test."""
     if output_exceeded:
         return Status.OLE, "output limit exceeded"
     if timed_out:
@@ -111,6 +122,8 @@ def classify(
         return Status.OLE, "file size limit"
     if exit_code == 0:
         return Status.OK, ""
+    if disk_full:
+        return Status.OLE, "disk quota exhausted"
     if oom or _MEMORY.search(stderr[-4000:]):
         return Status.MLE, "memory limit"
     if (m := _BLOCKED.search(stderr[-4000:])) is not None:
@@ -123,36 +136,6 @@ def classify(
             else "killed",
         )
     return Status.RE, f"exit code {exit_code}"
-
-
-def safe_relpath(name: str) -> Path:
-    """A path inside the scratch dir; refuses absolute paths and `..` escapes."""
-    p = Path(name)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
-        raise ValueError(
-            f"sandbox file path must be relative and stay inside the scratch dir: {name!r}"
-        )
-    return p
-
-
-def write_files(root: Path, files: Files | None) -> None:
-    for name, content in (files or {}).items():
-        target = root / safe_relpath(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content.encode() if isinstance(content, str) else content)
-
-
-def read_files(root: Path, patterns: Sequence[str], max_bytes: int) -> dict[str, bytes]:
-    """Files matching glob `patterns` under root (symlinks are not followed out of it)."""
-    out: dict[str, bytes] = {}
-    real_root = root.resolve()
-    for pattern in patterns:
-        for p in sorted(root.glob(pattern)):
-            if p.is_symlink() or not p.is_file() or not p.resolve().is_relative_to(real_root):
-                continue
-            with p.open("rb") as f:
-                out[str(p.relative_to(root))] = f.read(max_bytes)
-    return out
 
 
 class Session(ABC):

@@ -1,5 +1,5 @@
 """`bwrap` backend (bubblewrap): new user, pid, network, ipc and uts namespaces; a read-only
-system; a tmpfs /tmp; the scratch dir bound read-write at /work. Fast (a few tens of ms).
+system; the scratch quota's dirs bound read-write at /work, /tmp and /dev/shm. Fast (a few tens of ms).
 
 The system is the bootstrapped base rootfs when present (`image.py`: the same python3 and g++
 as the Docker image), else the host's /usr, read-only. The host's /root, /home, /tmp and /etc
@@ -89,16 +89,10 @@ class BwrapSession(HostSession):
         if self.network:
             argv.append("--share-net")
         argv += system_args(self.root)
-        argv += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--size",
-            str(limits.file_bytes),
-            "--tmpfs",
-            "/tmp",
-        ]
+        # /work, /tmp and /dev/shm: the scratch quota's work/, tmp/ and shm/ (one bound for all).
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--bind", str(self.scratch.shm_path), "/dev/shm"]
+        argv += ["--bind", str(self.scratch.tmp_path), "/tmp"]
         argv += ["--bind", str(self.dir), "/work", "--chdir", "/work", "--clearenv"]
         for key, value in ENV.items():
             argv += ["--setenv", key, value]

@@ -15,16 +15,14 @@ import atexit
 import math
 import multiprocessing.util
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from .base import Files, Limits, Result, Sandbox, Session, Status, classify
-from .hostproc import HostSession, kill_uid, new_uid, release_uid, scratch_base
+from .hostproc import HostSession, kill_uid, new_uid, release_uid
+from .scratch import Scratch, owner_alive, owner_id
 from .image import image_tag
 
 ENV = {"HOME": "/work", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -45,16 +43,15 @@ def client():
 
 
 def _remove_orphans(engine) -> None:
-    """Containers left by a process that died without cleaning up (SIGKILL): remove them."""
+    """Containers left by a process that died without cleaning up (kill -9): remove them. The
+    owner label names the process exactly (pid namespace, pid, start time: pids get reused)."""
     try:
         for c in engine.api.containers(all=True, filters={"label": "rlclimb.sandbox"}):
-            owner = int(c["Labels"].get("rlclimb.pid", 0))
-            try:
-                os.kill(owner, 0)
-            except ProcessLookupError:
+            labels = c["Labels"]
+            # Labelled before owners were exact: the pid alone says whether it is gone.
+            owner = labels.get("rlclimb.owner") or owner_id(int(labels.get("rlclimb.pid") or 0))
+            if not owner_alive(owner):
                 engine.api.remove_container(c["Id"], force=True)
-            except (PermissionError, OSError):
-                pass
     except Exception:
         pass  # the engine is down: docker_available() says so elsewhere
 
@@ -82,9 +79,10 @@ class DockerSession(HostSession):
     ) -> None:
         if warm is None:
             warm = _Warm.start(limits, network, image)
-        # Adopt the prepared scratch dir, uid and container (HostSession.__init__ would make new ones).
+        # Adopt the prepared scratch, uid and container (HostSession.__init__ would make new ones).
         Session.__init__(self, limits, network)
-        self.uid, self.dir, self.cid = warm.uid, warm.dir, warm.cid
+        self.warm = warm
+        self.uid, self.scratch, self.dir, self.cid = warm.uid, warm.scratch, warm.scratch.path, warm.cid
         try:
             self.write_files(files or {})
         except Exception:  # a bad file name: the container goes, the error stays the caller's
@@ -120,6 +118,7 @@ class DockerSession(HostSession):
         )
         argv = ["sh", "-c", outer, "sh", script]
         api = client().api
+        ooms = self.warm.oom_kills()
         t0 = time.monotonic()
         try:
             exec_id = api.exec_create(
@@ -155,10 +154,20 @@ class DockerSession(HostSession):
         exit_code = info.get("ExitCode")
         timed_out = exit_code == 137 and wall >= limits.wall_s - 0.05
         stderr = err.decode("utf-8", "replace")
-        # 137 without the timeout: the kernel's OOM killer under the container's memory cap.
-        oom = exit_code == 137 and not timed_out and not exceeded
+        # The kernel's OOM kill under the container's memory cap: its cgroup counts them. Where
+        # the counter is unreadable, fall back to a SIGKILL (137) before the wall time.
+        after = self.warm.oom_kills()
+        if ooms is not None and after is not None:
+            oom = after > ooms
+        else:
+            oom = exit_code == 137 and not timed_out and not exceeded
         status, detail = classify(
-            exit_code, timed_out=timed_out, output_exceeded=exceeded, oom=oom, stderr=stderr
+            exit_code,
+            timed_out=timed_out,
+            output_exceeded=exceeded,
+            oom=oom,
+            disk_full=exit_code not in (0, None) and self.scratch.full(),
+            stderr=stderr,
         )
         if exit_code is None and not exceeded:
             status, detail = Status.ERROR, "container gone (killed by the watchdog?)"
@@ -176,25 +185,43 @@ class DockerSession(HostSession):
         """Remove the container in the background (saves ~0.15 s a run); `wait_removed` joins."""
         cid, self.cid = self.cid, None
         if cid is not None:
-            _in_background(_Warm(cid, self.dir, self.uid).remove)
+            _in_background(self.warm.remove)
 
 
 @dataclass
 class _Warm:
-    """A started container with its scratch dir and uid, not used by any command yet."""
+    """A started container with its scratch and uid, not used by any command yet."""
 
-    cid: str
-    dir: Path
+    cid: str | None
+    scratch: Scratch
     uid: int | None
+    oom_file: str | None = None  # the container's memory cgroup file that counts OOM kills
+
+    def oom_kills(self) -> int | None:
+        """The kernel's count of OOM kills in the container (cgroup v1 memory.oom_control or v2
+        memory.events `oom_kill`); None when it cannot be read here."""
+        if self.oom_file is None:
+            return None
+        try:
+            with open(self.oom_file) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            pass
+        return None
 
     @staticmethod
     def start(limits: Limits, network: bool, image: str) -> _Warm:
         from docker.types import Ulimit
 
         uid = new_uid()
-        scratch = Path(tempfile.mkdtemp(prefix="rlclimb-sbx-", dir=scratch_base()))
-        if uid is not None:
-            os.chown(scratch, uid, uid)
+        try:
+            scratch = Scratch(uid, limits.disk_bytes, limits.disk_files)
+        except Exception:
+            release_uid(uid)
+            raise
         api = client().api
         cid = None
         try:
@@ -206,8 +233,12 @@ class _Warm:
                 nano_cpus=int(limits.cpus * 1e9),
                 pids_limit=limits.processes,
                 read_only=True,
-                tmpfs={"/tmp": f"size={limits.file_bytes},mode=1777"},
-                binds={str(scratch): {"bind": "/work", "mode": "rw"}},
+                # One quota for all it may write: the scratch tmpfs's work/, tmp/ and shm/.
+                binds={
+                    str(scratch.path): {"bind": "/work", "mode": "rw"},
+                    str(scratch.tmp_path): {"bind": "/tmp", "mode": "rw"},
+                    str(scratch.shm_path): {"bind": "/dev/shm", "mode": "rw"},
+                },
                 ulimits=[
                     Ulimit(name="fsize", soft=limits.file_bytes, hard=limits.file_bytes),
                     Ulimit(name="core", soft=0, hard=0),
@@ -221,10 +252,14 @@ class _Warm:
                 working_dir="/work",
                 environment=ENV,
                 host_config=host_config,
-                labels={"rlclimb.sandbox": "1", "rlclimb.pid": str(os.getpid())},
+                labels={
+                    "rlclimb.sandbox": "1",
+                    "rlclimb.pid": str(os.getpid()),
+                    "rlclimb.owner": owner_id(),
+                },
             )["Id"]
             api.start(cid)
-            return _Warm(cid, scratch, uid)
+            return _Warm(cid, scratch, uid, _oom_file(api, cid))
         except Exception:
             _Warm(cid, scratch, uid).remove()
             raise
@@ -237,7 +272,25 @@ class _Warm:
             pass
         kill_uid(self.uid)  # nothing should be left; the scratch dir is the host's
         release_uid(self.uid)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.scratch.close()
+
+
+def _oom_file(api, cid: str) -> str | None:
+    """Where the host reads the container's OOM-kill count (None: not visible from here)."""
+    try:
+        pid = api.inspect_container(cid)["State"]["Pid"]
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = [line.rstrip("\n").split(":", 2) for line in f]
+    except Exception:
+        return None
+    for _, controllers, path in lines:
+        if "memory" in controllers.split(","):
+            candidate = f"/sys/fs/cgroup/memory{path}/memory.oom_control"
+            break
+    else:
+        path = next((p for h, c, p in lines if h == "0"), None)
+        candidate = f"/sys/fs/cgroup{path}/memory.events" if path is not None else None
+    return candidate if candidate and os.path.exists(candidate) else None
 
 
 def _container_key(limits: Limits, network: bool, image: str) -> tuple:

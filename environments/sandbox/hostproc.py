@@ -5,7 +5,8 @@ unsafe with the threads that checking many solutions concurrently uses):
 `unshare -n` (new network namespace), `setpriv` (drop to a throwaway uid, when root) and
 `prlimit` (CPU, address space, processes, file size). Each run gets its own uid from a high
 range, so RLIMIT_NPROC bounds a fork bomb to this run alone, and every leftover process can be
-found and killed by uid afterwards.
+found and killed by uid afterwards. The scratch space is a `Scratch` (scratch.py): the host
+reads and writes it only through directory fds, never through a path the program could change.
 """
 
 from __future__ import annotations
@@ -16,23 +17,18 @@ import random
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import Files, Limits, Result, Session, Status, classify, read_files, write_files
+from .base import Files, Limits, Result, Session, Status, classify
+from .scratch import Scratch, scratch_base
 
 UID_BASE, UID_SPAN = 3_000_000, 1_000_000  # outside any real user's range
 IS_ROOT = os.geteuid() == 0
 _lock = threading.Lock()
 _uids_in_use: set[int] = set()
-
-
-def scratch_base() -> str:
-    # /tmp, not $HOME: sandboxed uids must traverse to their scratch dir.
-    return os.environ.get("RLCLIMB_SANDBOX_TMP", tempfile.gettempdir())
 
 
 def new_uid() -> int | None:
@@ -140,6 +136,7 @@ def run_host(
     limits: Limits,
     uid: int | None,
     stdin: str | bytes | None,
+    scratch: Scratch | None = None,
 ) -> Result:
     """Run argv (already wrapped), enforcing wall time and output size; kill leftovers."""
     t0 = time.monotonic()
@@ -205,6 +202,7 @@ def run_host(
         exit_code,
         timed_out=timed_out,
         output_exceeded=out.exceeded or err.exceeded,
+        disk_full=scratch is not None and exit_code != 0 and scratch.full(),
         stderr=stderr,
     )
     # SIGKILL after using up the CPU limit: the hard RLIMIT_CPU (soft + 1 s) fired.
@@ -221,25 +219,23 @@ class HostSession(Session):
     def __init__(self, files: Files | None, limits: Limits, network: bool) -> None:
         super().__init__(limits, network)
         self.uid = new_uid()
-        self.dir = Path(tempfile.mkdtemp(prefix="rlclimb-sbx-", dir=scratch_base()))
+        try:
+            self.scratch = Scratch(self.uid, limits.disk_bytes, limits.disk_files)
+        except Exception:
+            release_uid(self.uid)
+            raise
+        self.dir = self.scratch.path  # the working dir (Popen cwd, bind source); root-owned way in
         try:
             self.write_files(files or {})
         except Exception:  # a bad file name: nothing stays behind
             self.close()
             raise
 
-    def _own(self) -> None:
-        if self.uid is not None:
-            for root, dirs, files in os.walk(self.dir):
-                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                    os.lchown(name, self.uid, self.uid)
-
     def write_files(self, files: Files) -> None:
-        write_files(self.dir, files)
-        self._own()
+        self.scratch.write(files)
 
     def read_files(self, patterns: Sequence[str]) -> dict[str, bytes]:
-        return read_files(self.dir, patterns, self.limits.file_bytes)
+        return self.scratch.read(patterns, self.limits.file_bytes)
 
     def argv(
         self, command: str | Sequence[str], limits: Limits
@@ -255,12 +251,20 @@ class HostSession(Session):
     ) -> Result:
         limits = limits or self.limits
         argv, env = self.argv(command, limits)
-        return run_host(argv, cwd=self.dir, env=env, limits=limits, uid=self.uid, stdin=stdin)
+        return run_host(
+            argv,
+            cwd=self.dir,
+            env=env,
+            limits=limits,
+            uid=self.uid,
+            stdin=stdin,
+            scratch=self.scratch,
+        )
 
     def close(self) -> None:
         kill_uid(self.uid)
         release_uid(self.uid)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.scratch.close()
 
 
 def shell_argv(command: str | Sequence[str]) -> list[str]:

@@ -2,15 +2,20 @@
 
 The weakest backend, for machines with neither Docker nor bubblewrap: it sees the host's
 filesystem (a throwaway uid cannot read private files such as /root, but can read world-readable
-ones) and its memory bound is the address-space rlimit.
+ones: keep datasets with expected outputs unreadable to others, or use bwrap/docker) and its
+memory bound is the address-space rlimit. As root it runs in a new mount namespace whose /tmp
+and /dev/shm are the scratch quota's `tmp/` and `shm/` (private, bounded, removed with the
+session), with the scratch dir bound back at its own path inside that /tmp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import shutil
+
 from .base import Files, Limits, Sandbox, Session
-from .hostproc import HostSession, limit_wrapper, shell_argv
+from .hostproc import IS_ROOT, HostSession, limit_wrapper, shell_argv
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -21,13 +26,28 @@ class ProcessSession(HostSession):
     def argv(
         self, command: str | Sequence[str], limits: Limits
     ) -> tuple[list[str], dict[str, str]]:
-        env = {
-            "PATH": SYSTEM_PATH,
-            "HOME": str(self.dir),
-            "TMPDIR": str(self.dir),
-            "LANG": "C.UTF-8",
-        }
-        return limit_wrapper(limits, self.uid, self.network) + shell_argv(command), env
+        if not (IS_ROOT and shutil.which("unshare")):
+            env = {"PATH": SYSTEM_PATH, "HOME": str(self.dir), "TMPDIR": str(self.dir)}
+            return limit_wrapper(limits, self.uid, self.network) + shell_argv(command), env
+        # /dev/shm first: binding over /tmp hides the scratch paths; the working dir is then bound
+        # back at its own path (from the cwd the mount inherited: `-c` keeps /proc/self/cwd as is).
+        private = [
+            "unshare",
+            "--mount",
+            *([] if self.network else ["--net"]),
+            "--",
+            "sh",
+            "-c",
+            'mount --bind "$1" /dev/shm && mount --bind "$2" /tmp && mkdir -p "$3" && '
+            'mount -c --bind /proc/self/cwd "$3" && shift 3 && exec "$@"',
+            "sh",
+            str(self.scratch.shm_path),
+            str(self.scratch.tmp_path),
+            str(self.dir),
+        ]
+        env = {"PATH": SYSTEM_PATH, "HOME": str(self.dir), "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+        wrapper = limit_wrapper(limits, self.uid, network=True)  # the network is unshared above
+        return private + wrapper + shell_argv(command), env
 
 
 class ProcessSandbox(Sandbox):

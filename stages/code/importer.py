@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rlclimb.environments.code_run import get_language
+from rlclimb.environments.code_run import expected_value, get_language
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import CodeProblem, Solution, Source, TestCase
 
@@ -81,11 +81,11 @@ def parse_test(raw: Any, i: int) -> TestCase:
         call, expected = m.group(1), m.group(2)
         try:
             ast.parse(call, mode="eval")
-            ast.parse(expected, mode="eval")
         except SyntaxError:
             raise BadRecord(
                 "bad_tests", f"test {i}: not a Python expression: {raw[:60]!r}"
             ) from None
+        _literal(expected, i)
         return TestCase(input=call, output=expected, kind="call")
     if isinstance(raw, dict):
         kind = raw.get("kind", "stdio")
@@ -98,10 +98,25 @@ def parse_test(raw: Any, i: int) -> TestCase:
             )
         if kind not in ("stdio", "call"):
             raise BadRecord("bad_tests", f"test {i}: kind must be stdio or call, got {kind!r}")
+        if kind == "call":
+            _literal(_text(out), i)
         return TestCase(input=_text(inp), output=_text(out), kind=kind)
     raise BadRecord(
         "bad_tests", f"test {i}: expected an object or an assert string, got {type(raw).__name__}"
     )
+
+
+def _literal(expected: str, i: int) -> None:
+    """Call tests are graded on the host, which never evaluates code: the expected value must be
+    a literal."""
+    try:
+        expected_value(expected)
+    except ValueError:
+        raise BadRecord(
+            "bad_tests",
+            f"test {i}: the expected value must be a Python literal (numbers, strings, lists, "
+            f"dicts, True/None; or JSON), got {expected[:60]!r}",
+        ) from None
 
 
 def _text(value: Any) -> str:
