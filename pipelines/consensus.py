@@ -34,9 +34,26 @@ class Consensus(Stage):
         self.output_model = inner.output_model
         self.concurrency = inner.concurrency
 
+    def identity(self) -> dict[str, Any]:  # the inner stage is part of the identity
+        return {**super().identity(), "inner": self.inner.identity(), "n": self.n, "quorum": self.quorum}
+
+    def code_modules(self) -> list[str]:
+        return [*super().code_modules(), *self.inner.code_modules()]
+
+    def llm_models(self) -> dict[str, Any] | None:
+        return self.inner.llm_models()
+
     @property
-    def fingerprint(self) -> str:  # the inner config is part of the identity
-        return f"{self.inner.fingerprint[:8]}{self.n}{self.quorum}".ljust(16, "0")[:16]
+    def seeded(self) -> bool | None:  # type: ignore[override]
+        return self.inner.seeded
+
+    @property
+    def config_paths(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.inner.config_paths
+
+    @property
+    def config_outputs(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.inner.config_outputs
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "inner": self.inner.describe(), "n": self.n, "quorum": self.quorum}

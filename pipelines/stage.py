@@ -12,9 +12,7 @@ provenance, cache, resume); stages only decide.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -87,6 +85,9 @@ class StageContext:
     seed: int = 0
     sample: int = 0
     extras: dict[str, Any] = field(default_factory=dict)
+    # The committed segment being computed: stage reports go there (keyed like the data they
+    # describe) and the engine publishes the current segments' reports to <run>/reports/.
+    segment_dir: Path | None = None
 
     @property
     def sample_seed(self) -> int:
@@ -112,6 +113,14 @@ class Stage:
     enabled_by_default: ClassVar[bool] = True
     # An instance may also find it has nothing to do (e.g. decontam without benchmarks).
     active: bool = True
+    # Whether results depend on the run seed (then it is in the fingerprint); None: when the
+    # stage calls a model (sampling seeds).
+    seeded: ClassVar[bool | None] = None
+    # The content of every file the config names is in the fingerprint. Also hashed: everything
+    # under directories named by `config_paths` fields; never: what `config_outputs` fields name
+    # (files the stage writes, scratch space).
+    config_paths: ClassVar[tuple[str, ...]] = ()
+    config_outputs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: StageConfig | dict | None = None, **overrides: Any):
         if isinstance(config, StageConfig):
@@ -143,13 +152,38 @@ class Stage:
         """LLM usage tags whose tokens and cost the funnel books to this stage."""
         return (self.name,)
 
+    def llm_models(self) -> dict[str, Any] | None:
+        """The models this stage calls, role -> ModelProfile, once check() has run; None (the
+        default): the roles its check() resolved, as recorded by the engine."""
+        return None
+
+    def identity(self) -> dict[str, Any]:
+        """What the stage is, for its fingerprint (a combinator adds its inner stage)."""
+        return {"name": self.name, "version": self.version, "config": self.config.model_dump(mode="json")}
+
+    def code_modules(self) -> list[str]:
+        """Modules whose source (and the project modules they import) the results depend on."""
+        return [type(self).__module__]
+
+    def bind_run(self, binding: dict[str, Any]) -> None:
+        """The engine binds the run's part of the identity (models behind roles, seed)."""
+        self.__dict__["run_binding"] = binding
+        self.__dict__.pop("_fingerprint", None)
+
+    @property
+    def run_binding(self) -> dict[str, Any]:
+        return self.__dict__.get("run_binding", {})
+
     @property
     def fingerprint(self) -> str:
-        """Changes when the stage's name, version or config changes: keys its cache entries."""
-        payload = json.dumps(
-            [self.name, self.version, self.config.model_dump(mode="json")], sort_keys=True
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        """Changes whenever results could: name, version, config, files the config names, code,
+        models behind its roles, seed (see engine/fingerprint.py). Keys segments and cache entries."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            from .engine.fingerprint import compute
+
+            fp = self.__dict__["_fingerprint"] = compute(self)
+        return fp
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from ..rundir import RunDir
 from ..stage import Record
 from .executors import LocalExecutor
+from .fingerprint import check_and_bind
 from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .retry import reopen_transient
 
@@ -33,7 +34,7 @@ __all__ = ["LocalExecutor", "Pipeline", "RunOptions", "RunResult", "Segment", "m
 def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
     for stage in pipeline.stages:  # configuration problems surface before anything is written
-        stage.check(options.llm)
+        check_and_bind(stage, options.llm, options.seed)  # and the run's part of each fingerprint
     run = RunDir(Path(out))
     with run.lock():
         run.write_config(pipeline, options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,21 @@ def write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=1, default=str))
     os.replace(tmp, path)
+
+
+def publish_reports(run_dir: Path, seg_dirs: list[Path]) -> None:
+    """`<run>/reports/<stage>.json`: the reports of the current segments only, so that a report
+    always describes the data next to it (a reused segment brings its own report back)."""
+    reports = run_dir / "reports"
+    shutil.rmtree(reports, ignore_errors=True)
+    for seg_dir in seg_dirs:
+        for src in sorted(seg_dir.glob("report.*.json")):
+            reports.mkdir(exist_ok=True)
+            dest = reports / src.name.removeprefix("report.")
+            try:
+                os.link(src, dest)
+            except OSError:
+                shutil.copyfile(src, dest)
 
 
 def read_parts(seg_dir: Path) -> list[Path]:

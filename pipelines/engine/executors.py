@@ -19,7 +19,7 @@ from ..progress import Progress
 from ..readers import InputError, Rejected, parquet_shards
 from ..rundir import RunDir
 from ..stage import Record, StageContext, setup_stages
-from .commit import commit_shard, read_parts, write_json
+from .commit import commit_shard, publish_reports, read_parts, write_json
 from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .shard import ShardRunner
 
@@ -98,6 +98,7 @@ class LocalExecutor:
             for seg in self.segments:
                 seg_dir = self.run.segment_dir(seg.dirname)
                 seg_dir.mkdir(parents=True, exist_ok=True)
+                self.ctx.segment_dir = seg_dir  # where its stages' reports go
                 if seg.is_global:
                     self._run_global(seg, seg_dir, progress)
                 else:
@@ -105,6 +106,7 @@ class LocalExecutor:
         if self.llm is not None:
             self.loop.run_until_complete(self.llm.aclose())
         self.loop.close()
+        publish_reports(self.run.path, [self.run.segment_dir(s.dirname) for s in self.segments])
         return self.run.finalize(self.segments, elapsed_s=time.perf_counter() - t0)
 
     def _shards(self, seg: Segment) -> Iterator[list | pa.RecordBatch]:
@@ -137,7 +139,7 @@ class LocalExecutor:
             return
         cache_path = str(self.run.stage_cache) if self.cache is not None else None
         in_flight = self.options.shards_in_flight or 2 * workers
-        ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed)
+        ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed, segment_dir=seg_dir)
         with _pool(self.options.engine, workers) as pool:
             pending: set[cf.Future] = set()
             for i, items in enumerate(shards):

@@ -169,10 +169,15 @@ def example_clusters(labels: np.ndarray, count: int) -> dict[int, list[int]]:
 
 
 def write_report(ctx: StageContext, stage_name: str, report: dict[str, Any]) -> Path | None:
-    """`<run dir>/reports/<stage>.json` (read by the dataset card); nothing without a run dir."""
-    if ctx.run_dir is None:
+    """The stage's report, next to the segment it describes (`report.<stage>.json`); the engine
+    publishes the current segments' reports as `<run dir>/reports/<stage>.json` (read by the
+    dataset card). Without an engine: straight to `<run dir>/reports/`; nothing without a run dir."""
+    if ctx.segment_dir is not None:
+        path = Path(ctx.segment_dir) / f"report.{stage_name}.json"
+    elif ctx.run_dir is not None:
+        path = Path(ctx.run_dir) / "reports" / f"{stage_name}.json"
+    else:
         return None
-    path = Path(ctx.run_dir) / "reports" / f"{stage_name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str))

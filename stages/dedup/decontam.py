@@ -285,6 +285,7 @@ class Decontam(Stage):
     version = "1"
     kind = "global"
     Config = DecontamConfig
+    config_paths = ("benchmarks",)  # an edited benchmark file or directory re-runs the stage
     drop_reason = "benchmark_match"
 
     @property

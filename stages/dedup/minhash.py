@@ -62,6 +62,7 @@ class MinHashDedup(Stage):
     version = "1"
     kind = "global"
     Config = MinHashDedupConfig
+    config_outputs = ("spill_dir",)  # scratch space, not input
     drop_reason = "duplicate_minhash"
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:

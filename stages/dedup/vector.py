@@ -74,6 +74,7 @@ class VectorDedup(Stage):
     version = "1"
     kind = "global"
     Config = VectorDedupConfig
+    config_outputs = ("spill_dir",)  # scratch space, not input
     drop_reason = "duplicate_vector"
     # Loads a model (~10 s) and embeds ~100 records/s on CPU: opt in with dedup_vector.enabled=true.
     enabled_by_default = False

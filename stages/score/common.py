@@ -79,16 +79,6 @@ def check_local(profile: ModelProfile, stage: str) -> None:
         raise ConfigError(f"stage {stage}: tier {profile.name}: {e}") from None
 
 
-def profile_identity(profile: ModelProfile) -> dict[str, Any]:
-    """What makes a tier's answers what they are (for stage fingerprints): never keys or limits."""
-    return {
-        "backend": profile.backend,
-        "endpoint": profile.endpoint,
-        "model": profile.model,
-        "params": profile.params,
-    }
-
-
 def ensure_llm(ctx: StageContext) -> LLMClient:
     """The run's LLM client; a run without an `llm:` section gets the embedded one, set on the
     shared context so that its tokens show in the funnel and later stages use the same client."""

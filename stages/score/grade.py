@@ -11,8 +11,6 @@ Runs when the llm config has the judge role (`require_judge: true` makes a missi
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from typing import Any, Literal
 
@@ -33,7 +31,6 @@ from .common import (
     add_tag,
     ensure_llm,
     majority,
-    profile_identity,
     run_config,
 )
 
@@ -73,7 +70,7 @@ class BlindGradeStage(Stage):
     def __init__(self, config=None, **overrides: Any):
         super().__init__(config, **overrides)
         self.grading = False  # known at check(): whether the run's llm config has the judge
-        self._identity: dict[str, Any] = {}
+        self._judge: Any = None
 
     def check(self, llm_config: Any) -> None:
         try:
@@ -84,14 +81,12 @@ class BlindGradeStage(Stage):
                     f"stage {self.name}: {e}; add a `{self.config.role}` role "
                     f"or set {self.name}.enabled=false"
                 ) from None
-            self.grading, self._identity = False, {}
+            self.grading, self._judge = False, None
             return
-        self.grading, self._identity = True, profile_identity(judge)
+        self.grading, self._judge = True, judge
 
-    @property
-    def fingerprint(self) -> str:  # the judge model is part of what a verdict means
-        payload = json.dumps([super().fingerprint, self.grading, self._identity], sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    def llm_models(self) -> dict[str, Any]:  # the judge model is part of what a verdict means
+        return {self.config.role: self._judge} if self.grading else {}
 
     @property
     def cache(self) -> bool:  # type: ignore[override]  # nothing worth caching when off

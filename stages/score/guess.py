@@ -7,8 +7,6 @@ strongest tier unless `role` names another. `--set guess.enabled=false` leaves t
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import Field
@@ -30,7 +28,6 @@ from .common import (
     choices_block,
     ensure_llm,
     find_tiers,
-    profile_identity,
     run_config,
     stated_answer,
 )
@@ -63,20 +60,18 @@ class GuessStage(Stage):
     def __init__(self, config=None, **overrides: Any):
         super().__init__(config, **overrides)
         self.role = self.config.role
-        self._identity: dict[str, Any] = {}
+        self._model: Any = None
 
     def check(self, llm_config: Any) -> None:
         config = run_config(llm_config)
         self.role = self.config.role or find_tiers(config, None, self.name)[-1]
         try:
-            self._identity = profile_identity(config.resolve(self.role))
+            self._model = config.resolve(self.role)
         except ValueError as e:
             raise ConfigError(f"stage {self.name}: {e}") from None
 
-    @property
-    def fingerprint(self) -> str:  # the guessing model is part of what a tag means
-        payload = json.dumps([super().fingerprint, self.role, self._identity], sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    def llm_models(self) -> dict[str, Any]:  # the guessing model is part of what a tag means
+        return {self.role: self._model} if self._model is not None else {}
 
     cache = True
 

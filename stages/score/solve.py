@@ -19,8 +19,6 @@ Each sample's request carries its index as `seed`: cache keys differ per sample,
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +47,6 @@ from .common import (
     ensure_llm,
     find_tiers,
     priced,
-    profile_identity,
     run_config,
     stated_answer,
 )
@@ -109,7 +106,6 @@ class SolveStage(Stage):
         self.expected_items: int | None = None  # set by the pipeline from its reader
         self.companions: list[Stage] = []  # later stages whose calls the estimate includes
         self._tiers: list[str] = []
-        self._identity: list[dict[str, Any]] = []
         self._k = self.config.k or 8
         self._llm_config: LLMConfig | None = None
         self._budget = Budget(self.config.budget_usd)
@@ -120,7 +116,6 @@ class SolveStage(Stage):
         config = run_config(llm_config)
         self._llm_config = config
         self._tiers = find_tiers(config, self.config.tiers, self.name)
-        self._identity = [profile_identity(config.resolve(t)) for t in self._tiers]
         self._k = self.config.k or (EMBEDDED_K if llm_config is None else 8)
         for stage in self.companions:  # resolve their settings (the guessing role) to estimate
             stage.check(llm_config)
@@ -131,10 +126,13 @@ class SolveStage(Stage):
         if any(line.cost_max > 0 for line in lines):  # say what paid calls may cost, up front
             print(format_estimate(lines, self.expected_items), file=sys.stderr, flush=True)
 
-    @property
-    def fingerprint(self) -> str:  # the tiers' models are part of what the results mean
-        payload = json.dumps([super().fingerprint, self._identity, self._k], sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    def llm_models(self) -> dict[str, Any]:  # the tiers' models (not the companions')
+        if self._llm_config is None:
+            return {}
+        return {t: self._llm_config.resolve(t) for t in self._tiers}
+
+    def identity(self) -> dict[str, Any]:  # samples per tier: the config's or the default
+        return {**super().identity(), "k": self._k}
 
     @property
     def tiers(self) -> list[str]:

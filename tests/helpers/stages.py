@@ -235,6 +235,7 @@ class Counting(Stage):
     kind = "map"
     cache = True
     Config = CountConfig
+    config_outputs = ("counter",)  # a log the stage writes, not an input
 
     def process(self, record: Record, ctx: StageContext) -> Record | Drop:
         return _count(self, record)
@@ -246,6 +247,7 @@ class AsyncCounting(Stage):
     cache = True
     concurrency = 8
     Config = CountConfig
+    config_outputs = ("counter",)
 
     async def process(self, record: Record, ctx: StageContext) -> Record | Drop:
         await asyncio.sleep(0.001)
@@ -344,3 +346,29 @@ class AskLLM(Stage):
         c = await ctx.llm.complete("judge", [{"role": "user", "content": record["text"]}], tag=self.name)
         record["tags"] = [*record["tags"], c.text]
         return record
+
+
+class RoleConfig(StageConfig):
+    role: str = "judge"
+
+
+class AskRole(Stage):
+    """Async, row-cached filter: keeps a record when the `role` model answers "yes". It declares
+    no roles: the engine learns them from what check() resolves."""
+
+    name = "ask_role"
+    kind = "filter"
+    cache = True
+    Config = RoleConfig
+
+    def check(self, llm_config) -> None:
+        llm_config.resolve(self.config.role)
+
+    async def process(self, record: Record, ctx: StageContext) -> bool:
+        c = await ctx.llm.complete(self.config.role, [{"role": "user", "content": record["text"]}],
+                                   tag=self.name, seed=ctx.seed)
+        return c.text.strip() == "yes"
+
+
+class AskOther(AskRole):
+    name = "ask_other"
