@@ -235,12 +235,9 @@ def test_global_stage_first_accounts_for_unreadable_lines(tmp_path):
 def test_async_stage_runs_records_concurrently(tmp_path):
     hs.Sleepy.in_flight = hs.Sleepy.peak = 0
     src = write_lines(tmp_path / "in.jsonl", [item(n) for n in range(20)])
-    t0 = time.perf_counter()
     result = run_pipeline(Pipeline("s", JsonlReader([src]), [hs.ImportItem(), hs.Sleepy()]), tmp_path / "run", quiet())
-    elapsed = time.perf_counter() - t0
     assert result.records == 20 and all(r["tags"] == ["slept"] for r in data_rows(result.run_dir))
-    assert hs.Sleepy.peak == 20  # all 20 in flight at once (concurrency 32)
-    assert elapsed < 1.5, f"20 x 0.1 s sleeps took {elapsed:.2f} s: not concurrent"
+    assert hs.Sleepy.peak == 20  # all 20 in flight at once (concurrency 32); the speed: benchmarks/engine_overhead.py
     assert funnel(result.stats)["sleepy"] == (20, 20, 20, {})
 
 
