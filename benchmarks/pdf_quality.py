@@ -1,7 +1,8 @@
 """Extraction and pairing quality of the textbook-pdf pipeline, against truth.
 
     python benchmarks/pdf_quality.py --generated 3                 # generated textbooks (seeds 0..2)
-    python benchmarks/pdf_quality.py --real /work/shared/data/textbooks   # the development textbooks
+    python benchmarks/pdf_quality.py --real /work/shared/data/textbooks   # every real textbook there
+    python benchmarks/pdf_quality.py --real DIR --books levin,ostp        # some of them
 
 Generated books: the generator's own truth (every exercise, example and answer it printed).
 Real books: truth is built here, independently of the pipeline's structure code, from each
@@ -14,7 +15,13 @@ its SOURCES note documents (checked by hand on sample pages):
 - hefferon: book subsections (outline) -> the block after the "Exercises" line, items
   "[✓?] s.N" in sequence (s = the subsection number), Topic exercises "N text"; answers = the
   answer book's first copy (pages <= 221), keys "One.I.1.17" and, under Topic headings, "N".
-Scores: extraction precision/recall of questions, pairing precision/recall of (question, answer)
+The other books (ostp, thompson, levin, lebl) are scored against label truth in
+benchmarks/truth/*.json (built by benchmarks/truth/build_truth.py from the books' LaTeX sources
+where they exist, else from their raw text; see there): an item matches by (start page, label
+number), a pair is right when its answer came from the truth's answer page (`score_keyed`).
+Each book runs on its own; per book the report also counts pages OCR'd / repaired and pages that
+ended with neither units nor a ledger entry (every page must end as one or the other).
+Scores: extraction precision/recall of questions, pairing precision/recall/F1 of (question, answer)
 (see tests/helpers/textbook_scoring.py for the matching rules).
 """
 
@@ -33,11 +40,23 @@ import pymupdf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from helpers.textbook_gen import make_textbook  # noqa: E402
-from helpers.textbook_scoring import Truth, score  # noqa: E402
+from helpers.textbook_scoring import Truth, score, score_keyed  # noqa: E402
 
 from rlclimb.pipelines.definitions.textbook_pdf import build  # noqa: E402
 from rlclimb.pipelines.engine import RunOptions, run_pipeline  # noqa: E402
 from rlclimb.schemas.io import read_rows  # noqa: E402
+
+TRUTH = Path(__file__).resolve().parent / "truth"
+# book -> its files (an answer book last); the development books first
+BOOKS = {
+    "strickland": ["strickland-linmath-probs.pdf"],
+    "judson": ["judson-aata-2022.pdf"],
+    "hefferon": ["hefferon-linalg-book-2012.pdf", "hefferon-linalg-answers-2012.pdf"],
+    "ostp": ["ostp-physics-question-library-2021.pdf"],
+    "thompson": ["thompson-calculus-made-easy-pg33283.pdf"],
+    "levin": ["levin-dmoi-2016.pdf"],
+    "lebl": ["lebl-diffyqs-fr-2023.pdf"],
+}
 
 WORDS = {w: i for i, w in enumerate("Zero One Two Three Four Five Six Seven Eight Nine".split())}
 ROMAN = {"I": 1, "II": 2, "III": 3, "IV": 4, "V": 5, "VI": 6, "VII": 7}
@@ -224,21 +243,80 @@ def run(inputs: list[Path], out: Path, sections: dict | None = None, workers: in
     return rows, time.perf_counter() - t0
 
 
+def page_accounting(out: Path) -> dict:
+    """Per run: pages parsed, OCR'd, repaired (font map), with units, ledgered, and neither."""
+    import pyarrow.parquet as pq
+
+    stages = sorted((out / "stages").glob("*"))
+    parse = [d for d in stages if "-parse-" in d.name]
+    structure = [d for d in stages if "-structure-" in d.name]
+    pages = {}
+    for d in parse:
+        for f in sorted(d.glob("part-*.parquet")):
+            if f.name.endswith(".ledger.parquet"):
+                continue
+            for r in read_rows(f):
+                pages[(r["source"]["document"], r["source"]["page"])] = (r.get("backend"), r.get("repair"))
+    covered: set = set()
+    for d in structure:
+        for f in sorted(d.glob("part-*.parquet")):
+            if f.name.endswith(".ledger.parquet"):
+                continue
+            for r in read_rows(f):
+                src = r["source"]
+                for p in range(src["page"], (r.get("last_page") or src["page"]) + 1):
+                    covered.add((src["document"], p))
+    ledgered: set = set()
+    reasons: dict[str, int] = {}
+    for f in sorted((out / "ledger").glob("*.parquet")):
+        for r in pq.read_table(f).to_pylist():
+            rec = json.loads(r["record"] or "{}")
+            src = rec.get("source") or {}
+            doc, page = src.get("document") or r["file"], src.get("page") or r["line"]
+            last = rec.get("last_page") or page
+            if page is None:
+                continue
+            for p in range(page, last + 1):
+                ledgered.add((doc, p))
+            reasons[f"{r['stage']}:{r['reason']}"] = reasons.get(f"{r['stage']}:{r['reason']}", 0) + 1
+    total = len(pages) + len({k for k in ledgered if k not in pages})
+    neither = [k for k in pages if k not in covered and k not in ledgered]
+    return {"pages": total, "ocr": sum(1 for b, _ in pages.values() if b == "tesseract"),
+            "repaired": sum(1 for _, rp in pages.values() if rp), "with_units": len(covered & set(pages)),
+            "ledgered": len(ledgered), "neither": len(neither), "ledger_reasons": reasons}
+
+
+def report_keyed(name: str, rows: list[dict], truth: list[dict], verbose: int) -> dict:
+    s = score_keyed(rows, truth)
+    print(f"{name}: {s.summary()}")
+    for what, items in (("missed", s.missed), ("wrong pairs", s.wrong_pairs)):
+        if items and verbose:
+            print(f"  {what} ({len(items)}): " + " | ".join(items[:verbose]))
+    return {"name": name, "extraction_precision": s.extraction_precision, "extraction_recall": s.extraction_recall,
+            "pairing_precision": s.pairing_precision, "pairing_recall": s.pairing_recall, "pairing_f1": s.pairing_f1,
+            "questions_truth": s.questions_truth, "questions_found": s.questions_matched,
+            "answers_truth": s.answers_truth}
+
+
 def report(name: str, rows: list[dict], truth: list[Truth], verbose: int) -> dict:
     s = score(rows, truth)
     print(f"{name}: {s.summary()}")
     for what, items in (("missed", s.missed), ("spurious", s.spurious), ("wrong pairs", s.wrong_pairs)):
         if items and verbose:
             print(f"  {what} ({len(items)}): " + " | ".join(items[:verbose]))
+    p, r = s.pairing_precision, s.pairing_recall
     return {"name": name, "extraction_precision": s.extraction_precision, "extraction_recall": s.extraction_recall,
-            "pairing_precision": s.pairing_precision, "pairing_recall": s.pairing_recall,
-            "questions_truth": s.questions_truth, "answers_truth": s.answers_truth}
+            "pairing_precision": p, "pairing_recall": r, "pairing_f1": 2 * p * r / (p + r) if p + r else 0.0,
+            "questions_truth": s.questions_truth, "questions_found": s.questions_matched,
+            "answers_truth": s.answers_truth}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generated", type=int, default=0, help="number of generated books (seeds 0..N-1)")
-    ap.add_argument("--real", type=Path, help="directory with the development textbooks")
+    ap.add_argument("--real", type=Path, help="directory with the real textbooks (see SOURCES.md there)")
+    ap.add_argument("--books", default=",".join(BOOKS), help="which of them, comma-separated")
+    ap.add_argument("--set", action="append", default=[], metavar="STAGE.KEY=VALUE", help="stage config")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("-v", "--verbose", type=int, default=3, help="examples of misses to print")
     ap.add_argument("--json", type=Path, help="write the scores here")
@@ -252,16 +330,26 @@ def main() -> None:
             truth = [Truth(str(book.path), t.question, t.answer, f"{t.section}#{t.number}") for t in book.items]
             results.append(report(f"generated seed {seed} ({book.pages} pages, {secs:.1f}s)", rows, truth, args.verbose))
         if args.real:
-            d = args.real
-            files = {"strickland": d / "strickland-linmath-probs.pdf", "judson": d / "judson-aata-2022.pdf",
-                     "hefferon": d / "hefferon-linalg-book-2012.pdf", "hefferon-answers": d / "hefferon-linalg-answers-2012.pdf"}
-            rows, secs = run(list(files.values()), tmp / "run-real", workers=args.workers)
-            print(f"real textbooks: {len(rows)} items in {secs:.1f}s")
-            truths = {"strickland": strickland_truth(files["strickland"]), "judson": judson_truth(files["judson"]),
-                      "hefferon": hefferon_truth(files["hefferon"], files["hefferon-answers"])}
-            for name, truth in truths.items():
-                doc_rows = [r for r in rows if r["source"]["document"] == str(files[name])]
-                results.append(report(name, doc_rows, truth, args.verbose))
+            sections: dict = {}
+            for kv in args.set:
+                key, value = kv.split("=", 1)
+                stage, opt = key.split(".", 1)
+                sections.setdefault(stage, {})[opt] = json.loads(value) if value[:1] in "0123456789[{tf" else value
+            for name in args.books.split(","):
+                files = [args.real / f for f in BOOKS[name]]
+                out = tmp / f"run-{name}"
+                rows, secs = run(files, out, sections, workers=args.workers)
+                acct = page_accounting(out)
+                print(f"{name}: {len(rows)} items in {secs:.1f}s; pages {acct}")
+                doc_rows = [r for r in rows if r["source"]["document"] == str(files[0])]
+                if name in ("strickland", "judson", "hefferon"):
+                    truth = (strickland_truth(files[0]) if name == "strickland" else judson_truth(files[0])
+                             if name == "judson" else hefferon_truth(files[0], files[1]))
+                    res = report(name, doc_rows, truth, args.verbose)
+                else:
+                    truth = json.loads((TRUTH / f"{name}.json").read_text())["exercises"]
+                    res = report_keyed(name, doc_rows, truth, args.verbose)
+                results.append({**res, "seconds": round(secs, 1), "pages": acct})
                 if name == "hefferon":  # Topic exercises sit among figures the raw-text truth misreads
                     sub_rows = [r for r in doc_rows if not any(t.startswith("t:") for t in json.loads(r["meta"]).get("path") or [])]
                     sub_truth = [t for t in truth if "topic" not in t.key]

@@ -129,3 +129,95 @@ def score(predicted: list[dict], truth: list[Truth], min_ratio: float = 0.85) ->
             s.wrong_pairs.append(f"{t.key}: got {p['answer'][:60]!r}, want none")
     s.spurious = [predicted[j]["question"][:80] for j in range(len(predicted)) if j not in taken]
     return s
+
+
+_LAST_NUMBER = re.compile(r"(\d+)\D*$")
+
+
+@dataclass
+class KeyedScores:
+    """Scores against label truth (benchmarks/truth/*.json: item number, page, answer page)."""
+    questions_truth: int = 0
+    questions_predicted: int = 0  # worked examples left out: the truth lists exercises only
+    questions_matched: int = 0
+    answers_truth: int = 0
+    pairs_predicted: int = 0
+    pairs_correct: int = 0
+    examples: int = 0
+    missed: list[str] = field(default_factory=list)
+    wrong_pairs: list[str] = field(default_factory=list)
+
+    @property
+    def extraction_precision(self) -> float:
+        return Scores._ratio(self.questions_matched, self.questions_predicted)
+
+    @property
+    def extraction_recall(self) -> float:
+        return Scores._ratio(self.questions_matched, self.questions_truth)
+
+    @property
+    def pairing_precision(self) -> float:
+        return Scores._ratio(self.pairs_correct, self.pairs_predicted)
+
+    @property
+    def pairing_recall(self) -> float:
+        return Scores._ratio(self.pairs_correct, self.answers_truth)
+
+    @property
+    def pairing_f1(self) -> float:
+        p, r = self.pairing_precision, self.pairing_recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def summary(self) -> str:
+        return (f"exercises {self.questions_matched}/{self.questions_truth} found ({self.questions_predicted} predicted, "
+                f"P {self.extraction_precision:.3f} R {self.extraction_recall:.3f}); pairing P {self.pairing_precision:.3f} "
+                f"R {self.pairing_recall:.3f} F1 {self.pairing_f1:.3f} ({self.pairs_correct}/{self.pairs_predicted} pairs, "
+                f"{self.answers_truth} answers); {self.examples} worked examples not scored")
+
+
+def score_keyed(predicted: list[dict], truth: list[dict]) -> KeyedScores:
+    """Match items by (page where the item starts, the last number of its label); a pair is right
+    when its answer came from the page the truth names (or the next: an entry split by a page
+    break). `truth`: [{"key", "n", "page", "answer_page"}]. A page-level check: two answer-key
+    entries on one page are not told apart, so precision here is an upper bound."""
+    import json as _json
+
+    s = KeyedScores(questions_truth=len(truth), answers_truth=sum(1 for t in truth if t.get("answer_page")))
+    rows = []
+    for p in predicted:
+        if "worked_example" in (p.get("tags") or []):
+            s.examples += 1
+            continue
+        rows.append(p)
+    s.questions_predicted = len(rows)
+    s.pairs_predicted = sum(1 for p in rows if p["answer"])
+    index: dict[tuple[int, str], list[int]] = {}
+    for j, p in enumerate(rows):
+        m = _LAST_NUMBER.search(str(p["source"].get("number") or ""))
+        if m:
+            index.setdefault((p["source"]["page"], str(int(m.group(1)))), []).append(j)
+    taken: set[int] = set()
+    for t in truth:
+        hit = None
+        for page in (t["page"], t["page"] - 1, t["page"] + 1):  # exact page first
+            cands = [j for j in index.get((page, str(int(t["n"]))), []) if j not in taken]
+            if cands:
+                hit = cands[0]
+                break
+        if hit is None:
+            s.missed.append(f"{t['key']} (page {t['page']})")
+            continue
+        taken.add(hit)
+        s.questions_matched += 1
+        p = rows[hit]
+        want = t.get("answer_page")
+        if not (want and p["answer"]):
+            if want:
+                s.wrong_pairs.append(f"{t['key']}: no answer, want one from page {want}")
+            continue
+        got = (_json.loads(p.get("meta") or "{}").get("answer_source") or {}).get("page")
+        if got in (want, want + 1) or (got is None and p["answer"]):
+            s.pairs_correct += 1
+        else:
+            s.wrong_pairs.append(f"{t['key']}: answer from page {got}, want {want}")
+    return s
