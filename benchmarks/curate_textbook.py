@@ -1,0 +1,186 @@
+"""Are curated textbook items worth training on? Measured on hand labels of real-book items.
+
+    python benchmarks/curate_textbook.py [--runs runs/curate16-] [--split dev|heldout|all] [--json OUT]
+
+Labels (tests/data/textbook_item_labels/<book>.jsonl) were written by hand from a random sample of
+the UNCURATED `textbook-pdf` output (answered items, split into parts as curation splits them), so
+they also measure what curation wrongly drops. Each says good / marginal / bad, a reason class and
+the topic. A label is keyed by book, page, exercise number and question (and part) text prefixes,
+not by item id: the document pipeline changes, and fuzzy text matching survives small changes.
+
+For each book the curated run (`<runs>cur-<file>`, `textbook-pdf --set curate=true`) is read: its
+data (kept items) and its ledger (dropped items, with the reason). Reported per book: the share
+of good / bad items among the labeled items curation kept (precision), the yield (good items kept
+/ good items labeled), the precision of each drop reason (share of the items it dropped that were
+not good), the recall of each failure class (share of the items labeled so that were dropped), and
+the domain accuracy of the kept items' topics. `--split heldout` is the part kept aside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from difflib import SequenceMatcher
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELS = ROOT / "tests" / "data" / "textbook_item_labels"
+BOOK_FILES = {"judson": "judson-aata-2022", "hefferon": "hefferon", "strickland": "strickland-linmath-probs",
+              "levin": "levin-dmoi-2016", "thompson": "thompson-calculus-made-easy-pg33283",
+              "ostp": "ostp-physics-question-library-2021", "lebl": "lebl-diffyqs-fr-2023"}
+
+
+def load_labels(split: str = "all", root: Path = LABELS) -> list[dict]:
+    out = []
+    for path in sorted(root.glob("*.jsonl")):
+        out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [x for x in out if split == "all" or x["split"] == split]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w]+", " ", text.casefold())).strip()
+
+
+def _similar(prefix: str, text: str) -> float:
+    a, b = _norm(prefix), _norm(text)
+    if not a:
+        return 0.0
+    if a in b:
+        return 1.0
+    m = SequenceMatcher(None, a, b, autojunk=False)
+    return sum(block.size for block in m.get_matching_blocks()) / len(a)
+
+
+def match_score(label: dict, record: dict) -> float:
+    """How well a record is the labeled item (0..1): same page, number and question (part) text.
+    A parent exercise (number "3" for the label "3(g)") that contains the part also matches, a bit
+    lower: curation may drop an exercise before it splits it."""
+    src = record.get("source") or {}
+    number, want = str(src.get("number") or ""), str(label.get("number") or "")
+    base = want.split("(")[0]
+    if number == want:
+        num = 1.0
+    elif number == base and "(" in want:
+        num = 0.8
+    elif number.split("(")[0] == base:
+        return 0.0  # a sibling part
+    else:
+        num = 0.3
+    page = 1.0 if src.get("page") == label.get("page") else 0.5
+    q = record.get("question") or ""
+    text = _similar(label["question_prefix"][:60], q)
+    if label.get("part_prefix"):
+        text = min(text, _similar(label["part_prefix"], q))
+    return num * page * text
+
+
+def find(label: dict, records: list[dict], threshold: float = 0.6) -> dict | None:
+    best = max(records, key=lambda r: match_score(label, r), default=None)
+    return best if best is not None and match_score(label, best) >= threshold else None
+
+
+def read_run(run: Path) -> tuple[list[dict], list[dict]]:
+    """(kept records, dropped records with `_stage` and `_reason`) of a curated run."""
+    import pyarrow.parquet as pq
+
+    kept = [r for f in sorted(glob.glob(str(run / "data" / "*.parquet"))) for r in pq.read_table(f).to_pylist()]
+    dropped = []
+    for f in sorted(glob.glob(str(run / "ledger" / "*.parquet"))):
+        for row in pq.read_table(f).to_pylist():
+            if not row.get("record"):
+                continue
+            rec = json.loads(row["record"])
+            rec["_stage"], rec["_reason"] = row["stage"], row["reason"]
+            dropped.append(rec)
+    return kept, dropped
+
+
+def outcome(label: dict, kept: list[dict], dropped: list[dict]) -> dict:
+    """{"status": kept | dropped | missing, "reason", "topic"} of one labeled item in a curated run."""
+    rec = find(label, kept)
+    if rec is not None:
+        return {"status": "kept", "topic": "/".join(rec.get("topic") or []), "tags": rec.get("tags") or []}
+    rec = find(label, dropped)
+    if rec is not None:
+        return {"status": "dropped", "reason": f"{rec['_stage']}.{rec['_reason']}"}
+    return {"status": "missing"}
+
+
+def summarize(rows: list[tuple[dict, dict]]) -> dict:
+    labeled = Counter(lab["verdict"] for lab, _ in rows)
+    kept = [(lab, out) for lab, out in rows if out["status"] == "kept"]
+    k = Counter(lab["verdict"] for lab, _ in kept)
+    n_kept = len(kept)
+    good = labeled["good"]
+    report = {
+        "labeled": len(rows), "labeled_good": good, "labeled_marginal": labeled["marginal"], "labeled_bad": labeled["bad"],
+        "missing": sum(out["status"] == "missing" for _, out in rows),
+        "kept": n_kept,
+        "kept_good_share": round(k["good"] / n_kept, 3) if n_kept else None,
+        "kept_bad_share": round(k["bad"] / n_kept, 3) if n_kept else None,
+        "yield_good": round(k["good"] / good, 3) if good else None,
+    }
+    by_reason: dict[str, Counter] = defaultdict(Counter)
+    for lab, out in rows:
+        if out["status"] == "dropped":
+            by_reason[out["reason"]]["n"] += 1
+            by_reason[out["reason"]]["right"] += lab["verdict"] != "good"
+    report["drop_precision"] = {r: f"{c['right']}/{c['n']}" for r, c in sorted(by_reason.items())}
+    by_class: dict[str, Counter] = defaultdict(Counter)
+    for lab, out in rows:
+        if lab["verdict"] != "good":
+            by_class[lab["reason"]]["n"] += 1
+            by_class[lab["reason"]]["dropped"] += out["status"] == "dropped"
+    report["class_recall"] = {r: f"{c['dropped']}/{c['n']}" for r, c in sorted(by_class.items())}
+    topics = [(lab["topic"], out["topic"]) for lab, out in kept]
+    if topics:
+        report["domain_accuracy"] = round(sum(a.split("/")[0] == b.split("/")[0] for a, b in topics) / len(topics), 3)
+        report["topic_accuracy"] = round(sum(a == b for a, b in topics) / len(topics), 3)
+    return report
+
+
+def evaluate(runs_prefix: str, split: str, books: list[str] | None = None) -> dict:
+    labels = load_labels(split)
+    per_book: dict[str, list] = defaultdict(list)
+    for lab in labels:
+        per_book[lab["book"]].append(lab)
+    report, pooled = {}, []
+    for book, labs in sorted(per_book.items()):
+        if books and book not in books:
+            continue
+        run = Path(f"{runs_prefix}cur-{BOOK_FILES[book]}")
+        if not (run / "data").exists():
+            report[book] = {"error": f"no curated run at {run}"}
+            continue
+        kept, dropped = read_run(run)
+        rows = [(lab, outcome(lab, kept, dropped)) for lab in labs]
+        pooled += rows
+        report[book] = summarize(rows)
+    report["ALL"] = summarize(pooled)
+    return report
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
+    ap.add_argument("--split", default="dev", choices=["dev", "heldout", "all"])
+    ap.add_argument("--book", action="append")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    report = evaluate(args.runs, args.split, args.book)
+    print(f"split: {args.split}  runs: {args.runs}cur-*")
+    for book, r in report.items():
+        print(f"\n[{book}]")
+        for key, value in r.items():
+            print(f"  {key:18s} {value}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
