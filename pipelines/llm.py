@@ -21,12 +21,22 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from rlclimb.pipelines.kvstore import KVStore
 from rlclimb.pipelines.local_llm import LocalBatcher
+from rlclimb.schemas.io import safe_text
 
 BACKOFF_CAP_S = 30.0
+MAX_CALL_TOKENS = 10_000_000  # usage above this per call is a broken server, not a real bill
 POOL_CONNECTIONS = 16  # per HTTP client; a profile with more concurrency gets several clients
 RETRY_AFTER_CAP_S = 120.0
 M = TypeVar("M", bound=BaseModel)
@@ -322,9 +332,9 @@ class LLMClient:
         key = "llm/" + hashlib.sha256(_canonical(profile.endpoint, body)).hexdigest()
 
         store = self._cache()
-        raw = store.get(key) if store is not None else None
-        if raw is not None:
-            return self._hit(tag, profile, Completion(**json.loads(raw)))
+        cached = _cached_completion(store.get(key)) if store is not None else None
+        if cached is not None:
+            return self._hit(tag, profile, cached)
 
         state = self._state()
         while (pending := state.inflight.get(key)) is not None:  # share an identical live call
@@ -374,10 +384,13 @@ class LLMClient:
                     # the reply is read as JSON; `chat.completions.create` would spend ~2 ms of CPU
                     # per call on typed transforms both ways: a third of the throughput at 64 calls
                     # in flight (benchmarks/score_throughput.py).
-                    raw = await client.post("/chat/completions", body=body, cast_to=str)
+                    # httpx's timeout restarts on every byte read; this bounds the whole call
+                    # (a server dripping one byte at a time must not hold it indefinitely).
+                    async with asyncio.timeout(profile.timeout_s):
+                        raw = await client.post("/chat/completions", body=body, cast_to=str)
                 data = json.loads(raw)
                 return self._to_completion(profile, tag, data)
-            except (openai.APIError, json.JSONDecodeError, LLMServerError) as e:
+            except (openai.APIError, json.JSONDecodeError, LLMServerError, TimeoutError) as e:
                 err, retryable, retry_after = _classify(profile, e)
                 if not retryable or attempt == profile.max_retries:
                     raise err from e
@@ -431,24 +444,21 @@ class LLMClient:
         return Completion(out.text, out.finish_reason, pt, ct, cost, profile.name)
 
     def _to_completion(self, profile: ModelProfile, tag: str | None, data: Any) -> Completion:
-        try:  # the decoded JSON body of a chat completion
-            choice = data["choices"][0]
-            message = choice["message"]
-            finish_reason = choice.get("finish_reason")
-            usage = data.get("usage") or {}
-            pt = int(usage.get("prompt_tokens") or 0)
-            ct = int(usage.get("completion_tokens") or 0)
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        try:  # the decoded JSON body of a chat completion, checked before anything is cached
+            reply = _ChatReply.model_validate(data)
+        except ValidationError as e:
+            why = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()[:3])
             raise LLMServerError(
-                f"{profile.name}: malformed response {str(data)[:200]!r}"
+                f"{profile.name}: malformed response ({why}): {str(data)[:200]!r}"
             ) from None
+        choice, usage = reply.choices[0], reply.usage or _ReplyUsage()
+        pt, ct = usage.prompt_tokens or 0, usage.completion_tokens or 0
         cost = (pt * profile.price_input_per_mtok + ct * profile.price_output_per_mtok) / 1e6
         self._account(tag, profile, prompt_tokens=pt, completion_tokens=ct, cost=cost)
-        text = (message.get("content") if isinstance(message, dict) else None) or ""
-        refusal = message.get("refusal") if isinstance(message, dict) else None
-        if refusal or (not text and finish_reason == "content_filter"):
+        text, refusal = safe_text(choice.message.content or ""), choice.message.refusal
+        if refusal or (not text and choice.finish_reason == "content_filter"):
             raise LLMRefusalError(f"{profile.name} refused: {(refusal or 'content_filter')[:200]}")
-        return Completion(text, finish_reason, pt, ct, cost, profile.name)
+        return Completion(text, choice.finish_reason, pt, ct, cost, profile.name)
 
     def _hit(self, tag: str | None, profile: ModelProfile, c: Completion) -> Completion:
         self._account(
@@ -476,10 +486,46 @@ class LLMClient:
         return state
 
 
+# The shape of a chat completion that we rely on; anything else is a malformed (transient) reply.
+class _ReplyMessage(BaseModel):
+    content: StrictStr | None = None
+    refusal: StrictStr | None = None
+
+
+class _ReplyChoice(BaseModel):
+    message: _ReplyMessage
+    finish_reason: StrictStr | None = None
+
+
+class _ReplyUsage(BaseModel):
+    prompt_tokens: StrictInt | None = Field(None, ge=0, le=MAX_CALL_TOKENS)
+    completion_tokens: StrictInt | None = Field(None, ge=0, le=MAX_CALL_TOKENS)
+
+
+class _ChatReply(BaseModel):
+    choices: list[_ReplyChoice] = Field(min_length=1)
+    usage: _ReplyUsage | None = None
+
+
+def _cached_completion(raw: bytes | None) -> Completion | None:
+    """A cache entry, or None when absent or not a valid completion (an older version cached
+    malformed replies): it is then asked again and overwritten."""
+    if raw is None:
+        return None
+    try:
+        c = Completion(**json.loads(raw))
+    except (TypeError, ValueError):
+        return None
+    ok = isinstance(c.text, str) and c.text and isinstance(c.finish_reason, str | None)
+    counts = (c.prompt_tokens, c.completion_tokens)
+    ok = ok and all(type(n) is int and 0 <= n <= MAX_CALL_TOKENS for n in counts)
+    return c if ok else None
+
+
 def _classify(profile: ModelProfile, e: Exception) -> tuple[LLMError, bool, float | None]:
     """-> (error to raise if we give up, retryable, server-requested delay)."""
     where = f"{profile.name} ({profile.base_url})"
-    if isinstance(e, openai.APITimeoutError):
+    if isinstance(e, openai.APITimeoutError | TimeoutError):
         return LLMTimeoutError(f"{where}: timed out after {profile.timeout_s} s"), True, None
     if isinstance(e, openai.APIConnectionError):
         return LLMConnectionError(f"{where}: {e}"), True, None

@@ -27,18 +27,26 @@ from typing import Any
 CHAT_PATH = "/v1/chat/completions"
 
 
+_UNSET: Any = object()
+
+
 @dataclass
 class Reply:
-    """One scripted answer. `raw` (bytes) replaces the whole body, for malformed responses."""
+    """One scripted answer. For broken servers: `raw` (bytes) replaces the whole body; `content`
+    may be any JSON value (a list, a number); `message` replaces the whole message object (e.g.
+    a bare string); `usage` may hold any numbers (negative ones); `drip_s` sends the body one
+    byte at a time with that pause between bytes (a server that never quite times out)."""
 
-    content: str | None = None
+    content: Any = None
     status: int = 200
     delay_s: float = 0.0
     raw: bytes | None = None
     finish_reason: str = "stop"
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     refusal: str | None = None
+    message: Any = _UNSET
+    drip_s: float = 0.0
 
 
 Handler = Callable[[dict[str, Any], int], "Reply | str"]
@@ -69,7 +77,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         self.server.scripted._handle(self, "POST", self.rfile.read(length))
 
-    def send_body(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+    def send_body(
+        self, status: int, body: bytes, headers: dict[str, str], drip_s: float = 0.0
+    ) -> None:
         try:
             self.send_response(status)
             lowered = {k.lower() for k in headers}
@@ -79,7 +89,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if drip_s <= 0:
+                self.wfile.write(body)
+                return
+            self.wfile.flush()
+            for i in range(len(body)):
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                if self.server.scripted._stopping.wait(drip_s):
+                    self.close_connection = True
+                    return
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (timeout); nothing to do
 
@@ -186,7 +205,7 @@ class ScriptedServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
-        req.send_body(status, payload, reply.headers)
+        req.send_body(status, payload, reply.headers, reply.drip_s)
 
     def _render(self, body: dict[str, Any], reply: Reply) -> tuple[int, bytes]:
         if reply.raw is not None:
@@ -200,13 +219,17 @@ class ScriptedServer:
             if reply.usage
             else {
                 "prompt_tokens": prompt_chars // 4 + 1,
-                "completion_tokens": len(text or "") // 4 + 1,
+                "completion_tokens": (len(text) if isinstance(text, str) else 0) // 4 + 1,
             }
         )
-        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
-        message: dict[str, Any] = {"role": "assistant", "content": text}
+        counts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+        if all(type(n) is int for n in counts):  # a broken scripted usage goes out as is
+            usage.setdefault("total_tokens", sum(counts))
+        message: Any = {"role": "assistant", "content": text}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
+        if reply.message is not _UNSET:
+            message = reply.message
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,19 @@ def write_records(records: list[BaseModel], path: str | Path) -> Path:
         raise ValueError("write_records needs at least one record to know its kind")
     model = type(records[0])
     return write_parquet([r.model_dump() for r in records], path, arrow_schema(model))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """`text` as valid Unicode: a lone surrogate (JSON's "\\ud800" can carry one, UTF-8 and so
+    Parquet cannot) becomes U+FFFD. Free for the usual text, which encodes on the first try."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
 
 
 # ---- JSONL -------------------------------------------------------------------------------------
