@@ -17,7 +17,7 @@ from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.pipelines.stage import StageContext
 from rlclimb.stages.dedup.common import clusters
 from rlclimb.stages.dedup.minhash import MinHashDedup
-from rlclimb.stages.dedup.minhash_sketch import MinHasher, estimated_jaccard
+from rlclimb.stages.dedup.minhash_sketch import MinHasher, estimated_jaccard, lsh_recall
 from rlclimb.stages.dedup.minhash_store import BandBuckets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -49,13 +49,38 @@ def test_signatures_are_datasketch_signatures():
     assert estimated_jaccard(sigs[:1], h.signatures(["find all the real solutions of x^2-5x+6=0."]))[0] == pytest.approx(a.jaccard(b))
 
 
-def test_bands_and_rows_are_datasketch_choice():
-    for threshold in (0.5, 0.6, 0.8):
-        lsh = MinHashLSH(threshold=threshold, num_perm=128)
+def test_bands_and_rows_are_chosen_for_recall():
+    for threshold in (0.5, 0.6, 0.7, 0.8, 0.9):
+        lsh = MinHashLSH(threshold=threshold, num_perm=128)  # datasketch's default weights
         h = MinHasher(threshold=threshold)
-        assert (h.bands, h.rows) == (lsh.b, lsh.r)
+        assert h.bands * h.rows <= 128
+        assert lsh_recall(threshold, h.bands, h.rows) >= 0.95 > lsh_recall(threshold, lsh.b, lsh.r)
+        assert lsh_recall(threshold, 128 // (h.rows + 1), h.rows + 1) < 0.95  # and no more bands than that needs
         keys = h.band_keys(h.signatures(TEXTS))
-        assert keys.shape == (len(TEXTS), lsh.b)
+        assert keys.shape == (len(TEXTS), h.bands)
+    assert (MinHasher(threshold=0.7).bands, MinHasher(threshold=0.7).rows) == (25, 5)
+
+
+def test_template_variants_do_not_hide_true_duplicates():
+    """400 variants of one template (other numbers: distinct problems) and light edits of 50 of
+    them: the variants share LSH buckets with the edits, and the number gate used to reject the
+    only (head, member) pairs a bucket yielded (32 of 50 found); with the numbers key in the band
+    keys, a bucket holds only records with the same numbers."""
+    import random
+
+    rng = random.Random(7)
+    template = ("A bakery sells {a} loaves of bread every morning and {b} loaves every afternoon. If each loaf "
+                "costs {c} dollars, how much money does the bakery make from bread in {d} days?")
+    nums = set()
+    while len(nums) < 400:
+        nums.add((rng.randint(10, 99), rng.randint(10, 99), rng.randint(2, 9), rng.randint(2, 30)))
+    variants = [template.format(a=a, b=b, c=c, d=d) for a, b, c, d in sorted(nums)]
+    edits = [v.replace("every morning", "each morning").replace("bakery make", "bakery earn") for v in variants[:50]]
+    texts = variants + edits
+    stage = MinHashDedup()
+    kept, drops = run(stage, texts)
+    assert {k: d.detail.split()[2] for k, d in drops.items()} == {f"r{400 + i}": f"r{i}" for i in range(50)}
+    assert stage.report["candidate_pairs"] < 1000  # variants with other numbers are never candidates
 
 
 def test_buckets_connect_every_member_with_linear_pairs(tmp_path):

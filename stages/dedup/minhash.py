@@ -59,7 +59,7 @@ class MinHashDedupConfig(ClusterConfig):
 
 class MinHashDedup(Stage):
     name = "dedup_minhash"
-    version = "1"
+    version = "2"
     kind = "global"
     Config = MinHashDedupConfig
     config_outputs = ("spill_dir",)  # scratch space, not input
@@ -94,7 +94,10 @@ class MinHashDedup(Stage):
             batch_sigs = hasher.signatures(texts)
             sigs.append(batch_sigs)
             present = np.fromiter((bool(t) for t in texts), bool, len(texts))  # empty text: no match
-            buckets.add(hasher.band_keys(batch_sigs[present]), base + np.flatnonzero(present))
+            # numbers: exact -> the numbers key is in every band key: template variants with other
+            # numbers never share a bucket, so they cannot crowd out the pairs that can match
+            salt = nums[-1][present] if c.numbers == "exact" else None
+            buckets.add(hasher.band_keys(batch_sigs[present], salt), base + np.flatnonzero(present))
             if sigs.held_bytes > half or buckets.held_bytes > half:
                 sigs.spill()
                 buckets.spill()
