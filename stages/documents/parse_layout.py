@@ -33,6 +33,12 @@ _STRIP = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd-\uffff]")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b]+")
 
 
+def dropped_glyphs(raw: str) -> int:
+    """How many control / private-use / unmapped glyphs cleaning removes from a page's raw text
+    (TeX's delimiter pieces, mostly): counted on the page record, never removed silently."""
+    return len(_STRIP.findall(raw))
+
+
 def clean_text(text: str) -> str:
     """NFKC (ligatures, math letters), no control or private-use glyphs, single spaces."""
     text = unicodedata.normalize("NFKC", text)

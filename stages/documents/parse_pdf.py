@@ -1,7 +1,11 @@
 """Parse: one PDF page -> its lines in reading order, from the text layer or from OCR.
 
-Per page: MuPDF's structured text (fonts, boxes) -> lines; a quality check on the text
-(`parse_quality`); pages that are empty but hold images, or whose text is garbled, go to OCR:
+Per page: MuPDF's structured text (fonts, boxes; glyphs without Unicode keep their raw codes,
+`TEXT_CID_FOR_UNKNOWN_UNICODE`, so they stay evidence instead of becoming U+FFFD) -> lines;
+glyphs whose code points lie (`parse_repair.suspects`) are mapped back with substitutions learned
+once per document from OCR of a few sample pages, and a page with suspects no substitution
+covers goes to OCR; a quality check on the text (`parse_quality`); pages that are empty but hold
+images, or whose text is garbled, go to OCR:
 Tesseract through PyMuPDF (here, in this CPU-bound stage), or a vision-language model (the
 `ocr_vlm` stage that follows, marked by `needs_ocr`). The better-scoring text wins; the page
 records which backend produced it and both scores. Memory holds one page at a time; documents
@@ -19,11 +23,13 @@ from pydantic import Field
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
-from .parse_layout import page_lines, stext_blocks
+from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_quality import assess
 from .parse_records import DocPage
+from .parse_repair import Repairs, learn, main_script, repair, suspect_chars
 
 _OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
+_REPAIRS: dict[tuple[str, str], Repairs] = {}  # per process: (path, languages) -> learned substitutions
 _MAX_OPEN = 2
 
 
@@ -76,8 +82,9 @@ def close_cached_pdfs() -> None:
 def text_flags() -> int:
     import pymupdf
 
-    # no images, no ligatures kept (MuPDF expands "fi"), whitespace kept, clipped to the page
-    return pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+    # no images, no ligatures kept (MuPDF expands "fi"), whitespace kept, clipped to the page;
+    # a glyph without Unicode keeps its code (not U+FFFD): evidence for repair, and its identity
+    return pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE
 
 
 def textpage_lines(textpage: Any, width: float) -> tuple[list[dict], str]:
@@ -98,7 +105,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "1"
+    version = "2"
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage
@@ -115,25 +122,50 @@ class ParsePdf(Stage):
         src = record["source"]
         path, number = src["document"], src["page"]
         where = f"{path} page {number}"
+        c = self.config
         try:
             page = cached_pdf(path).load_page(number - 1)
             textpage = page.get_textpage(flags=text_flags())
-            lines, raw = textpage_lines(textpage, page.rect.width)
+            blocks = stext_blocks(textpage)
+            lines, raw = page_lines(blocks, page.rect.width)
+            main = main_script(raw)
+            bad = suspect_chars(raw, main)
+            path_taken, why, unrepaired = "text", None, 0
+            if bad:  # remapped or unmapped glyphs: substitutions learned for this document, or OCR
+                table, chars = self._repairs(path).table, frozenset(bad)
+                fixed = []
+                for b in blocks:
+                    fixed_lines = []
+                    for ln in b["lines"]:
+                        text, _, left = repair(ln["text"], table, main, chars)
+                        unrepaired += left
+                        fixed_lines.append({**ln, "text": text})
+                    fixed.append({**b, "lines": fixed_lines})
+                lines, raw = page_lines(fixed, page.rect.width)
+                unrepaired = max(unrepaired, sum(suspect_chars(raw, main).values()))
+                shown = "".join(sorted(bad))[:12].encode("unicode_escape").decode()
+                if unrepaired:
+                    path_taken, why = "ocr", f"{unrepaired} of {sum(bad.values())} suspect glyphs unrepaired ({shown})"
+                else:
+                    path_taken, why = "repaired", f"{sum(bad.values())} suspect glyphs mapped ({shown})"
         except Exception as e:  # a broken page object or content stream
             return Drop("page_unreadable", f"{where}: {type(e).__name__}: {e}")
-        c = self.config
         quality = assess(raw, c.min_chars, c.min_quality)
         out = {
             "id": record["id"], "source": {"document": path, "page": number}, "pages": record["pages"],
             "width": page.rect.width, "height": page.rect.height, "backend": "text",
             "quality": quality.score, "text_layer_quality": None, "ocr_reason": None,
-            "needs_ocr": False, "lines": lines,
+            "needs_ocr": False, "lines": lines, "text_path": path_taken, "path_reason": why,
+            "glyphs_dropped": dropped_glyphs(raw),
         }
         if quality.empty and not c.force_ocr and not _has_picture(page):
+            out["path_reason"] = "blank page"
             return out  # a blank page: nothing to OCR; the structure stage drops it
-        if not (c.force_ocr or quality.garbled):
+        if not (c.force_ocr or quality.garbled or unrepaired):
             return out
-        reason = "forced" if c.force_ocr else "empty" if quality.empty else f"garbled: {quality.garbled}"
+        reason = ("forced" if c.force_ocr else "empty" if quality.empty else f"garbled: {quality.garbled}"
+                  if quality.garbled else f"garbled: {why}")
+        out["text_path"], out["path_reason"] = "ocr", reason
         out["ocr_reason"], out["text_layer_quality"] = reason, quality.score
         if c.ocr == "vlm":
             out["needs_ocr"] = True
@@ -151,9 +183,28 @@ class ParsePdf(Stage):
         except Exception as e:
             return Drop("ocr_failed", f"{where}: Tesseract failed: {type(e).__name__}: {e}")
         ocr_quality = assess(ocr_raw, c.min_chars, c.min_quality)
-        if quality.empty or ocr_quality.score > quality.score + 0.1:
-            out.update(backend="tesseract", quality=ocr_quality.score, lines=[_ocr_line(ln) for ln in ocr_lines])
+        if quality.empty or unrepaired or ocr_quality.score > quality.score + 0.1:
+            out.update(backend="tesseract", quality=ocr_quality.score, lines=[_ocr_line(ln) for ln in ocr_lines],
+                       glyphs_dropped=dropped_glyphs(ocr_raw))
+        else:
+            out["text_path"], out["path_reason"] = "text", f"{reason}; OCR scored no better ({ocr_quality.score:.2f})"
         return out
+
+    def _repairs(self, path: str) -> Repairs:
+        """The document's substitutions, learned once per process from OCR of sample pages."""
+        key = (path, self.config.ocr_language)
+        rep = _REPAIRS.get(key)
+        if rep is None:
+            c = self.config
+            if c.ocr != "tesseract" or self._ocr_problem:
+                rep = Repairs()  # nothing to learn from: every suspect page goes to OCR (or is ledgered)
+            else:
+                def ocr(page):
+                    return page.get_textpage_ocr(flags=text_flags(), language=c.ocr_language, dpi=c.ocr_dpi,
+                                                 full=True, tessdata=self._tessdata)
+                rep = learn(cached_pdf(path), text_flags(), ocr)
+            _REPAIRS[key] = rep
+        return rep
 
 
 def _has_picture(page: Any) -> bool:

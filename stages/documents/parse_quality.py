@@ -9,7 +9,8 @@ Broken text layers fail in recognizable ways (SPEC 2, issue 3):
 - private-use code points everywhere (a font with no Unicode map at all) -> "private-use glyphs"
 - ligature holes: "de ne", "speci c" (an fi/fl glyph that maps to nothing) -> "ligature holes"
 TeX fonts legitimately emit some private-use glyphs (big delimiters) and control codes (small
-ones), and Greek letters sit next to Latin ones in formulas: all tolerated up to a limit.
+ones), and Greek letters sit next to Latin ones in formulas: all tolerated up to a limit; U+FFFD
+is not (TeX never needs it: a page with more than a few per mille of it is garbled).
 The score is 1 minus the summed penalties; `garbled` names the worst signal when the score is
 below the threshold. Regex counting keeps this at a fraction of the cost of text extraction.
 """
@@ -143,7 +144,9 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
     penalties = {
         # TeX math fonts leave big-delimiter pieces unmapped: ~10% of a matrix page, over 20% of
         # a page of determinants; its prose stays readable (function words), a broken font's not
-        "unmapped glyphs": 4 * max(0.0, (unmapped + control) / n - (0.3 if function_share >= 0.1 else 0.12)),
+        # a glyph nothing could map (U+FFFD, "(cid:N)") is no TeX delimiter: a few per mille at most
+        "unmapped glyphs": 4 * max(0.0, unmapped / n - 0.002)
+        + 4 * max(0.0, control / n - (0.3 if function_share >= 0.1 else 0.12)),
         "private-use glyphs": 2 * max(0.0, private / n - 0.25),
         "mixed scripts": 4 * mixed / n + 2 * isolated / max(words, 1) + (0.5 if no_digits else 0.0),
         "ligature holes": 0.05 * max(0, holes - 2),

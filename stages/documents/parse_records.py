@@ -40,6 +40,9 @@ class DocPage(Model):
     text_layer_quality: float | None = None  # score of the original text layer, when OCR replaced it
     ocr_reason: str | None = None  # why the page went to OCR ("empty", "garbled: ...")
     needs_ocr: bool = False  # waiting for the VLM OCR stage
+    text_path: str = "text"  # "text" (layer as is), "repaired" (font substitutions applied), "ocr"
+    path_reason: str | None = None  # why that path: suspect glyphs found / mapped / unrepaired, garbled...
+    glyphs_dropped: int = 0  # control / private-use / unmapped glyphs removed by cleaning (delimiter pieces)
     lines: list[PageLine] = Field(default_factory=list)
     provenance: list[StageEvent] = Field(default_factory=list)
 

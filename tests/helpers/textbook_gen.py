@@ -290,11 +290,20 @@ def _garble_map(mode: str) -> dict[int, int]:
         return table
     if mode == "unmapped":  # every glyph maps to U+FFFD
         return {c: 0xFFFD for c in range(0x21, 0x7F)}
+    if mode == "coptic":  # digits come out as Coptic letters ("ϭ.ϯ" for 1.3), as in issue 15's book
+        return {ord(str(d)): 0x03E6 + d for d in range(10)}
+    if mode == "nodigits":  # the map has no entries for the digits: MuPDF sees glyphs without Unicode
+        return {ord(str(d)): -1 for d in range(10)}
+    if mode == "ligature":  # a glyph comes out as a Latin Extended-B letter, as "ti" did as "Ɵ"
+        return {ord("q"): 0x019F, ord("k"): 0x01A5}
+    if mode == "latin1":  # a heading font whose map is shifted into Latin-1 ("SÊ½çã®ÊÄ" for "Solution")
+        return {c: 0x00A2 + (c - 0x41) % 0x5D for c in range(0x41, 0x7B)}
     raise ValueError(mode)
 
 
-def break_tounicode(doc: pymupdf.Document, mode: str) -> int:
-    """Rewrite the ToUnicode CMaps of all embedded Type0 fonts; returns how many were changed."""
+def break_tounicode(doc: pymupdf.Document, mode: str, font: str | None = None) -> int:
+    """Rewrite the ToUnicode CMaps of all embedded Type0 fonts (or those whose BaseFont contains
+    `font`); returns how many were changed."""
     remap = _garble_map(mode)
     changed = 0
     for xref in range(1, doc.xref_length()):
@@ -302,9 +311,11 @@ def break_tounicode(doc: pymupdf.Document, mode: str) -> int:
         m = re.search(r"/ToUnicode (\d+) 0 R", obj)
         if not m or "/Type0" not in obj:  # only the embedded (garbled) fonts are Type0 here
             continue
+        if font and font not in obj:
+            continue
         cmap_xref = int(m.group(1))
         mapping = _parse_cmap(doc.xref_stream(cmap_xref).decode("latin-1"))
-        entries = sorted((gid, remap.get(u, u)) for gid, u in mapping.items())
+        entries = sorted((gid, remap.get(u, u)) for gid, u in mapping.items() if remap.get(u, u) >= 0)
         doc.update_stream(cmap_xref, _write_cmap(entries).encode())
         changed += 1
     return changed
