@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .bookkeeping import READ_STAGE, dataset_summary
 from .cli_env import env_app
 from .definitions import PIPELINES, ConfigError
 from .engine import RunOptions, run_pipeline
@@ -93,6 +93,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     retry_transient: Annotated[bool, typer.Option(
         "--retry-transient", help="redo what a finished run dropped for transient reasons (timeouts, rate limits, budget)")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="replace the run in --out even if it is of another pipeline or other inputs")] = False,
 ) -> None:
     """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
     if pipeline not in PIPELINES:
@@ -118,6 +120,7 @@ def run(
         seed=int(cfg.get("seed", 0)),
         llm=llm,
         retry_transient=retry_transient,
+        force=force,
     )
     try:
         result = run_pipeline(built, out, options)
@@ -127,30 +130,58 @@ def run(
         print_status(out)
     else:
         print(f"{result.records} records -> {out / 'data'}")
+    if result.records == 0 and (why := nothing_read(result.stats)):
+        err_console.print(f"[red]error:[/red] {escape(why)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def nothing_read(stats: dict[str, Any]) -> str | None:
+    """Why a run that wrote no records read nothing at all (every input unreadable or empty), or
+    None when items were read (and later stages dropped them: a normal, ledgered outcome)."""
+    first = (stats.get("stages") or [None])[0]
+    if first is None or (first["out"] if first["name"] == READ_STAGE else first["in"]) > 0:
+        return None
+    if first["name"] != READ_STAGE or not first["dropped"]:
+        return "the inputs hold no items (empty files?): nothing to do"
+    reasons = ", ".join(f"{r} {n:,}" for r, n in first["dropped"].items())
+    return f"nothing could be read from the inputs ({reasons}); each is in the ledger with its file and reason"
 
 
 def print_status(run_dir: Path) -> None:
     run = RunDir(run_dir)
     config = json.loads(run.config_path.read_text())
     stages, complete = run.collect_stats(config)
+    notes = {s["name"]: s["note"] for s in config["stages"] if s.get("note")}
     table = Table(title=f"{config['pipeline']} · {run_dir} · {'complete' if complete else 'in progress / interrupted'}")
     use_llm = any(s.llm for _, s in stages)
     use_cache = any(s.cached for _, s in stages)
-    cols = ["stage", "in", "kept", "dropped", "top drop reasons", "time"]
+    use_created = any(s.created for _, s in stages)
+    use_merged = any(s.merged for _, s in stages)
+    cols = ["stage", "in", "out", "dropped"]
+    cols += ["created"] if use_created else []
+    cols += ["merged"] if use_merged else []
+    cols += ["reasons / notes", "time"]
     cols += ["cached"] if use_cache else []
     cols += ["LLM tokens", "cost $"] if use_llm else []
     for col in cols:
-        left = col in ("stage", "top drop reasons")
-        table.add_column(col, justify="left" if left else "right", no_wrap=col != "top drop reasons")
+        left = col in ("stage", "reasons / notes")
+        table.add_column(col, justify="left" if left else "right", no_wrap=not col.startswith("top"))
     for name, s in stages:
-        row = [name, f"{s.seen:,}", f"{s.kept:,}", f"{sum(s.dropped.values()):,}",
-               ", ".join(f"{r} {n:,}" for r, n in s.dropped.most_common(3)), f"{s.time_s:.2f}s"]
+        why = ", ".join(f"{r} {n:,}" for r, n in s.dropped.most_common(3))
+        why = "; ".join(x for x in (why, notes.get(name, "")) if x)
+        row = [name, f"{s.seen:,}", f"{s.out:,}", f"{sum(s.dropped.values()):,}"]
+        row += [f"{s.created:,}"] if use_created else []
+        row += [f"{s.merged:,}"] if use_merged else []
+        row += [why, f"{s.time_s:.2f}s"]
         row += [f"{s.cached:,}"] if use_cache else []
         if use_llm:
             tokens = int(s.llm.get("prompt_tokens", 0) + s.llm.get("completion_tokens", 0))
             row += [f"{tokens:,}", f"{s.llm.get('cost', 0):.4f}"]
         table.add_row(*row)
     console.print(table)
+    if use_created or use_merged:
+        console.print("  created: extra records an expand stage made (one item split in parts); "
+                      "merged: records folded into others (an answer into its question), not dropped", highlight=False)
     for _, s in stages:  # stages that book usage under several tags (e.g. one per model tier)
         for tag in sorted({k.rpartition("/")[0] for k in s.llm if "/" in k}):
             tokens = int(s.llm.get(f"{tag}/prompt_tokens", 0) + s.llm.get(f"{tag}/completion_tokens", 0))
@@ -158,7 +189,14 @@ def print_status(run_dir: Path) -> None:
                           f"${s.llm.get(f'{tag}/cost', 0):.4f}")
     if complete:
         stats = json.loads(run.stats_path.read_text())
-        console.print(f"{stats['records']:,} records in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_dir}")
+        summary = dataset_summary(run.data_dir)
+        unanswered = summary.get("unanswered", 0)
+        what = f"{stats['records']:,} records" + (f" ({unanswered:,} without an answer)" if unanswered else "")
+        console.print(f"{what} in {run.data_dir}  ·  {stats['drops']:,} drops in {run.ledger_dir}", highlight=False)
+        if "difficulty" in summary:
+            console.print("difficulty: " + ", ".join(f"{k} {v:,}" for k, v in summary["difficulty"].items()), highlight=False)
+        for tier, bins in summary.get("pass_rates", {}).items():
+            console.print(f"pass rate {tier}: " + ", ".join(f"{b} {n:,}" for b, n in bins.items()), highlight=False)
 
 
 @app.command()
@@ -166,14 +204,19 @@ def status(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     as_json: Annotated[bool, typer.Option("--json", help="print stats as JSON")] = False,
 ) -> None:
-    """Print a run's funnel: per stage in, kept, dropped by reason, time and cost."""
+    """Print a run's funnel (per stage in, out, dropped by reason, created, merged, notes, time,
+    cost) and what the dataset holds (unanswered items, difficulty and pass-rate distributions)."""
     run = RunDir(run_dir)
     if not run.config_path.exists():
         fail(f"not a run directory (no config.json): {run_dir}")
     if as_json:
         config = json.loads(run.config_path.read_text())
         stages, complete = run.collect_stats(config)
-        print(json.dumps({"complete": complete, "stages": [{"name": n, **s.to_dict()} for n, s in stages]}, indent=1))
+        notes = {s["name"]: s["note"] for s in config["stages"] if s.get("note")}
+        out = {"complete": complete,
+               "stages": [{"name": n, **s.to_dict(), **({"note": notes[n]} if n in notes else {})} for n, s in stages],
+               "dataset": dataset_summary(run.data_dir) if complete else {}}
+        print(json.dumps(out, indent=1))
         return
     print_status(run_dir)
 
@@ -192,15 +235,6 @@ def export(
         fail(f"no dataset in {run.data_dir}: run the pipeline first")
     write_jsonl((row for batch in iter_parquet_batches(files) for row in batch), out)
     console.print(f"wrote {out}")
-
-
-@app.command()
-def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) -> None:
-    """Run the qa-jsonl pipeline on the bundled sample with embedded defaults."""
-    sample = resources.files("rlclimb.pipelines") / "samples" / "qa_sample.jsonl"
-    with resources.as_file(sample) as path:
-        run(pipeline="qa-jsonl", inputs=[str(path)], out=out, config=None, set_=[], engine="local",
-            workers=None, quiet=False)
 
 
 @app.command()
@@ -237,11 +271,16 @@ def decontam(
         console.print(f"{report['unreadable_count']:,} unreadable lines left out of the clean copy (listed in {out / 'report.json'})")
 
 
+from . import cli_publish  # noqa: E402,F401,I001  (registers `mix`, `card`, `report`, `demo`)
 from . import cli_train  # noqa: E402,F401  (registers `rlclimb train`; torch loads only when it runs)
 
 
 def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # transformers prints a load report (e.g. "BertModel LOAD REPORT ... UNEXPECTED" for MiniLM's
+    # unused position ids) and a weights bar on every model load: noise for a CLI user.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     app()
 
 

@@ -1,5 +1,5 @@
 """Training items for `rlclimb train MIX`: MIX is a curated run directory (its data/*.parquet), a
-dataset directory or file (.parquet, .jsonl, .jsonl.gz), or a mix spec YAML (schemas.MixSpec:
+dataset directory or file (.parquet, .jsonl, .jsonl.gz; a mix directory: its train split), or a mix spec YAML (schemas.MixSpec:
 weighted sources, each with an optional polars SQL filter and max_items).
 
 Each row becomes a typed record (QAItem or CodeProblem) and is routed to its environment by
@@ -17,14 +17,13 @@ from typing import Any
 import yaml
 
 from rlclimb.environments.base import kind_of
-from rlclimb.schemas.io import JsonlError, read_jsonl, read_rows
+from rlclimb.pipelines.mix import MixError, read_dataset, select_rows
 from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
 
 RECORDS = {"math": QAItem, "code": CodeProblem}
 
 
-class DataError(ValueError):
-    pass
+DataError = MixError  # one error for unreadable mixes, from `rlclimb mix` and `rlclimb train`
 
 
 @dataclass
@@ -36,35 +35,6 @@ class Item:
     @property
     def id(self) -> str:
         return self.record.id
-
-
-def dataset_files(path: Path) -> list[Path]:
-    """The data files behind a path: a run directory's data/, a directory's files, or the file."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise DataError(f"{path}: no such file or directory")
-    folder = path / "data" if (path / "data").is_dir() else path
-    files = sorted(folder.glob("*.parquet")) or sorted(
-        [*folder.glob("*.jsonl"), *folder.glob("*.jsonl.gz")]
-    )
-    if not files:
-        raise DataError(f"{path}: no .parquet or .jsonl files (expected a run dir with data/)")
-    return files
-
-
-def read_dataset(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for file in dataset_files(path):
-        if file.suffix == ".parquet":
-            rows.extend(read_rows(file))
-            continue
-        for line, row in read_jsonl(file):
-            if isinstance(row, JsonlError):  # a bad line costs that line, not the run
-                skipped.append(f"{file} line {line}: {row.reason} ({row.detail})")
-            else:
-                rows.append(row)
-    return rows
 
 
 def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[Item]:
@@ -80,27 +50,11 @@ def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list
     return items
 
 
-def apply_filter(rows: list[dict[str, Any]], where: str, source: str) -> list[dict[str, Any]]:
-    import polars as pl
-
-    if not rows:
-        return rows
-    try:
-        frame = pl.DataFrame(rows, infer_schema_length=None)
-        return frame.sql(f"SELECT * FROM self WHERE {where}").to_dicts()
-    except Exception as e:
-        raise DataError(f"{source}: filter {where!r} failed: {str(e).splitlines()[0]}") from None
-
-
 def load_source(source: MixSource, base: Path, seed: int, skipped: list[str]) -> list[Item]:
     path = Path(source.path).expanduser()
     if not path.is_absolute() and (base / path).exists():
         path = base / path
-    rows = read_dataset(path, skipped)
-    if source.filter:
-        rows = apply_filter(rows, source.filter, source.path)
-    if source.max_items is not None and len(rows) > source.max_items:
-        rows = random.Random(seed).sample(rows, source.max_items)
+    rows = select_rows(read_dataset(path, skipped), source, seed)  # the same selection as `rlclimb mix`
     return to_items(rows, str(path), skipped)
 
 

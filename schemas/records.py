@@ -246,17 +246,32 @@ class Rollout(Model):
 
 
 class MixSource(Model):
-    path: str  # a run directory or a dataset directory
-    weight: float = 1.0
+    """One selection of a mix: a dataset and what to take from it (all filters must hold)."""
+
+    path: str  # a run directory, a mix directory, a dataset directory or file
+    name: str | None = None  # label in the manifest and card (default: the path)
+    weight: float = Field(1.0, gt=0)
     filter: str | None = None  # polars SQL WHERE clause, e.g. "difficulty = 'hard'"
-    max_items: int | None = None
+    kinds: list[Literal["math", "code"]] = Field(default_factory=list)  # environment kinds; [] = all
+    topics: list[str] = Field(default_factory=list)  # topic path prefixes, e.g. "math/algebra"
+    difficulty: list[str] = Field(default_factory=list)  # difficulty bins, e.g. ["tier-0", "unsolved"]
+    pass_rate: tuple[float, float] | None = None  # keep items whose pass rate lies in [lo, hi]
+    pass_rate_tier: str | None = None  # the tier the band reads (default: mean over tiers)
+    max_items: int | None = Field(None, ge=0)  # cap, drawn at random (seeded)
 
 
 class MixSpec(Model):
+    """A weighted union of curated datasets: read by `rlclimb train` and materialized by
+    `rlclimb mix` (which also splits it and removes near-duplicates across sources)."""
+
     name: str
-    sources: list[MixSource]
-    total: int | None = None  # sample count of the mix; None = use weights as relative shares
+    sources: list[MixSource] = Field(min_length=1)
+    total: int | None = Field(None, ge=1)  # sample count of the mix; None = use weights as relative shares
     seed: int = 0
+    validation: float = Field(0.1, ge=0, lt=1)  # `mix`: share of items held out (by content id)
+    dedup: Literal["minhash", "exact", "none"] = "minhash"  # `mix`: near-duplicates across sources
+    license: str | None = None  # `mix`/`card`: the dataset's license (default: the sources')
+    description: str | None = None  # `card`: the summary paragraph
 
 
 RECORD_KINDS: dict[str, type[Model]] = {

@@ -1,0 +1,55 @@
+"""`rlclimb mix`, `rlclimb card`, `rlclimb report` and `rlclimb demo`: from curated runs to a
+dataset someone else can use and look at."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli import app, apply_sets, console, err_console, fail
+
+
+@app.command()
+def mix(
+    spec: Annotated[Path, typer.Argument(help="mix spec YAML (sources with weights and selections)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output directory: data/, mix.json, mix_items.parquet")],
+    set_: Annotated[list[str], typer.Option("--set", help="override a spec key: total=1000, validation=0.05")] = [],  # noqa: B006
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Materialize a mix spec into a Hugging Face dataset (train/validation split by content id)."""
+    from rlclimb.schemas.records import MixSpec
+
+    from .mix import MixError, build_mix, load_spec
+
+    try:
+        parsed = load_spec(spec)
+        if set_:
+            parsed = MixSpec.model_validate(apply_sets(parsed.model_dump(), set_))
+        manifest = build_mix(parsed, spec.parent, out, spec_file=str(spec),
+                             log=None if quiet else (lambda m: err_console.print(m, highlight=False)))
+    except MixError as e:
+        fail(str(e))
+    except ValueError as e:  # a --set value the spec refuses
+        fail(f"mix spec {spec}: {str(e).splitlines()[0]}")
+    splits = ", ".join(f"{k} {v:,}" for k, v in manifest["splits"].items())
+    console.print(f"{manifest['rows']:,} rows ({manifest['unique_items']:,} distinct items; {splits}); "
+                  f"{manifest['removed']['count']:,} duplicates across sources removed -> {out / 'data'}",
+                  highlight=False)
+    for s in manifest["sources"]:
+        console.print(f"  {s['name']}: share {s['share']:.2f}, {s['rows']:,} rows from {s['available']:,} "
+                      f"available{' - ' + s['note'] if s.get('note') else ''}", highlight=False)
+
+
+@app.command()
+def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) -> None:
+    """Run the qa-jsonl pipeline on the bundled sample with embedded defaults."""
+    from importlib import resources
+
+    from .cli import run
+
+    sample = resources.files("rlclimb.pipelines") / "samples" / "qa_sample.jsonl"
+    with resources.as_file(sample) as path:
+        run(pipeline="qa-jsonl", inputs=[str(path)], out=out, config=None, set_=[], engine="local",
+            workers=None, quiet=False)
