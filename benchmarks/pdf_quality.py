@@ -256,7 +256,7 @@ def page_accounting(out: Path) -> dict:
             if f.name.endswith(".ledger.parquet"):
                 continue
             for r in read_rows(f):
-                pages[(r["source"]["document"], r["source"]["page"])] = (r.get("backend"), r.get("repair"))
+                pages[(r["source"]["document"], r["source"]["page"])] = (r.get("backend"), r.get("text_path") == "repaired")
     covered: set = set()
     for d in structure:
         for f in sorted(d.glob("part-*.parquet")):

@@ -58,6 +58,22 @@ def _style(label: Label) -> str:
     return "dotted" if "." in label.number else "plain"
 
 
+_PAREN_INSIDE = re.compile(r"\s+\((\d{1,3})\)\s")
+_PLAIN_INSIDE = re.compile(r"(?<=[.;])\s+(\d{1,3})\.\s+(?=[A-Za-z(])")
+
+
+def _next_key_inside(text: str, last: int, style: str | None) -> int | None:
+    """Where the next answer's label ("(n)" / "n." with n = last+1 or last+2, in the key's own
+    style, after a sentence or formula end) starts inside a line, if it does."""
+    rx = _PAREN_INSIDE if style == "paren" else _PLAIN_INSIDE if style == "plain" else None
+    if rx is None:
+        return None
+    for m in rx.finditer(text):
+        if int(m.group(1)) in (last + 1, last + 2) and m.start() > 0:
+            return m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+    return None
+
+
 def join_lines(lines: list[str]) -> str:
     """Lines -> running text: hyphenated words rejoined; sub-parts "(a)" and answer markers
     ("Solution.") start new lines."""
@@ -142,6 +158,7 @@ class DocumentBuilder:
         self.page_units = 0
         self.lines_on_page = 0
         self.next_line: dict | None = None
+        self.page_lines: list[dict] = []
         self.zone_size = 0.0  # font size of the heading that opened the current zone
 
     # ---- pages ---------------------------------------------------------------------------
@@ -165,6 +182,7 @@ class DocumentBuilder:
                 self.sizes[round(ln["size"] * 2) / 2] += len(ln["text"])
         body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
         self.page_units = 0
+        self.page_lines = lines
         for i, ln in enumerate(lines):
             self.lines_on_page = i
             self.next_line = lines[i + 1] if i + 1 < len(lines) else None
@@ -198,6 +216,14 @@ class DocumentBuilder:
             self.prev_text = text.rstrip()
 
     def _classify(self, text: str, ended: bool, ln: dict, page: dict, body: float, ocr: bool) -> None:
+        if self.zone == "answers" and self.unit is not None and self.seq_last is not None:
+            # two answer columns read as one line ("dx = 13x12. (2) dy"): the next key inside the
+            # line starts the next answer
+            m = _next_key_inside(text, self.seq_last, self.seq_style)
+            if m is not None:
+                self._append(text[:m].rstrip(), page)
+                self._classify(text[m:], ended, ln, page, body, ocr)
+                return
         big = not ocr and ln["size"] >= 1.12 * body and len(text) <= 130
         bold = bool(ln.get("bold")) and not ocr
         if self.unit is not None and not (big or bold) and not could_be_structural(text):
@@ -259,10 +285,26 @@ class DocumentBuilder:
             return (big and ln is not None and ln["size"] >= 1.3 * body and text[:1].isupper()
                     and (len(words) >= 2 or len(text) >= 4) and not text.endswith((".", ",", ";")))
         if h.zone == "exercises" and not (bold or big):
-            return text[:1].isupper() and not text.endswith((".", ",", ";")) and len(text.split()) <= 4
+            if not text[:1].isupper():
+                return False
+            # a short title line, or a longer one ("Exercises IV. (See p. 252 for Answers.)")
+            # confirmed by a second cue: numbering restarts at 1 right below it
+            return (not text.endswith((".", ",", ";")) and len(text.split()) <= 4) or self._numbering_restarts()
         if h.zone or h.kind in ("chapter", "named"):
             return True
         return h.kind == "section" and (bold or big)
+
+    def _numbering_restarts(self, within: int = 6) -> bool:
+        """Does an item numbered 1 start within the next few lines (or does the page end first:
+        the list then starts on the next page)?"""
+        below = self.page_lines[self.lines_on_page + 1 : self.lines_on_page + 1 + within]
+        if len(below) < 2:
+            return True
+        for ln in below:
+            label = parse_label(ln["text"], "exercises", bool(ln.get("bold")))
+            if label is not None and number_tokens(label.number)[-1] == "1":
+                return True
+        return False
 
     def _heading(self, h: Heading, size: float, page: dict) -> None:
         self._close()

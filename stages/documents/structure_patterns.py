@@ -96,6 +96,7 @@ _LECTURE = re.compile(r"^(?P<num>\d{1,3})\.\s+(?P<title>(?:Lecture|Week|Day)\s+\
 _EXERCISE_ZONE = re.compile(
     r"^(?:(?:Additional|Review|Supplementary|Practice|Chapter|Section|Selected|Programming|Reading|"
     r"Review|Further|More)\s+)?(?:Exercises|Exercise\s+Set|Problems|Problem\s+Set|Homework|Questions|"
+    r"Multiple\s+Choice|Long\s+Answers?|Short\s+Answers?|True\s+or\s+False|Quiz|Self-Test|"
     r"Exercices|Problèmes|Übungen|Aufgaben|Ejercicios|Problemas|Esercizi|Упражнения|Задачи)\b",
     re.IGNORECASE,
 )
@@ -105,7 +106,11 @@ _ANSWER_ZONE = re.compile(
     r"(?:\s+(?:to|for|of)\b.*|\s+key)?|answer\s+key|key\s+to\s+.*)$",
     re.IGNORECASE,
 )
-_ANSWER_TARGET = re.compile(r"exercises|problems|questions|selected|odd|even|book|text|chapter|key", re.IGNORECASE)
+_ANSWER_TARGET = re.compile(r"exercises|problems|questions|selected|odd|even|book|text|chapter|section|key",
+                            re.IGNORECASE)
+# what may follow a zone word: a set number ("Exercises I.", "Problems 2.3") and a parenthetical
+# cross-reference ("(See p. 252 for Answers.)")
+_ZONE_TAIL = re.compile(rf"^\s*(?:{NUMBER})?\.?\s*(?:\(.{{0,100}})?$")  # the parenthetical may wrap
 _BACK_MATTER = re.compile(
     r"^(?:Index|Bibliography|References?(?:\s+and\s+.*)?|Glossary|Notation|List of Symbols|"
     r"GNU Free Documentation License|License|Copyright|Acknowledge?ments|Preface|Foreword|"
@@ -137,7 +142,8 @@ def zone_of(title: str) -> str | None:
     if _ANSWER_ZONE.match(title) and (len(title.split()) <= 2 or _ANSWER_TARGET.search(title)):
         return "answers"
     m = _EXERCISE_ZONE.match(title)
-    if m and (len(title[m.end():].split()) <= 3 or title[m.end():].lstrip().startswith(":")):
+    if m and (len(title[m.end():].split()) <= 3 or title[m.end():].lstrip().startswith(":")
+              or _ZONE_TAIL.match(raw[m.end():])):
         return "exercises"  # "Exercises", "Exercises for Section 2.3", "Additional Exercises: Codes"
     return None
 
@@ -146,7 +152,8 @@ _HEADING_WORD = re.compile(
     r"^(?:Chapter|CHAPTER|Part|PART|Appendix|APPENDIX|Lecture|LECTURE|Unit|UNIT|Lesson|LESSON|Section|SECTION|"
     r"Subsection|SUBSECTION|Topic|TOPIC|\d+\.\s+(?:Lecture|Week|Day)|(?:\d+(?:\.\d+)*\s*[·.:—–-]?\s*)?"
     r"(?:(?:Additional|Review|Supplementary|Practice|Chapter|Section|Selected|Programming|Reading|Further|More)\s+)?"
-    r"(?:Exercises|EXERCISES|Exercise Set|Problems|PROBLEMS|Problem Set|Homework|Questions)|Answers?|ANSWERS?|"
+    r"(?:Exercises|EXERCISES|Exercise Set|Problems|PROBLEMS|Problem Set|Homework|Questions|Multiple Choice|"
+    r"Long [Aa]nswers?|Short [Aa]nswers?)|Answers?|ANSWERS?|"
     r"Solutions?|SOLUTIONS?|Hints?|HINTS?|Key|Exercices|Problèmes|Übungen|Aufgaben|Ejercicios|Problemas|Esercizi|"
     r"Упражнения|Задачи|Réponses|Lösungen|Soluciones|Respuestas|Soluzioni|Risposte|Ответы|Решения)\b"
 )
@@ -227,6 +234,9 @@ def _zone_number(text: str) -> str | None:
     m = re.match(rf"^({NUMBER})\s*[·.:—–-]?\s+\D", text)
     if m and any(c.isdigit() for c in m.group(1)):
         return m.group(1)
+    m = _EXERCISE_ZONE.match(text)
+    if m and (t := _ZONE_TAIL.match(text[m.end():])) and (n := re.match(rf"\s*({NUMBER})", t.group(0))):
+        return n.group(1)  # "Exercises IV. (See p. 252 for Answers.)": set IV
     m = re.search(r"(\d+(?:\.\d+)+|\d+)\s*$", text)
     return m.group(1) if m else None
 
