@@ -1,6 +1,7 @@
 """The run directory: where a run keeps its config, shard outputs, caches, ledger, stats and data.
 
 runs/NAME/
+  .rlclimb-run                the marker: this directory was created by rlclimb and is its to manage
   config.json                 resolved pipeline config, stages (name, version, fingerprint), inputs
   stages/NN-<stage>-<fp>/     per-segment shard parts: part-*.parquet, part-*.ledger.parquet,
                               part-*.done.json (the commit marker, with that shard's stats)
@@ -33,6 +34,9 @@ from .readers import InputError
 if TYPE_CHECKING:
     from .engine import Pipeline, RunOptions, RunResult, Segment
 
+MARKER = ".rlclimb-run"
+DATA_FILES = "train-*-of-*.parquet"  # what finalize creates (and so may replace) in data/
+LEDGER_FILES = "part-*.parquet"  # ... and in ledger/
 
 
 class RunDir:
@@ -51,7 +55,7 @@ class RunDir:
     @contextlib.contextmanager
     def lock(self):
         """One writer per run directory; the OS releases the lock if the process is killed."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        claim_dir(self.path, "run")
         with open(self.path / ".lock", "w") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -60,6 +64,8 @@ class RunDir:
             yield
 
     def write_config(self, pipeline: Pipeline, options: RunOptions) -> None:
+        """The run's config; a directory holding a run of another pipeline or other input files
+        is replaced only with `force` (stages whose fingerprint is unchanged are still reused)."""
         from .engine import plan_segments
 
         segments = plan_segments(pipeline)
@@ -76,9 +82,31 @@ class RunDir:
             "options": {"workers": options.workers, "seed": options.seed,
                         "llm": _redacted(options.llm)},
         }
+        if changed := self._changed(config):
+            if not options.force:
+                raise InputError(
+                    f"run directory {self.path} holds a run with another {changed}: "
+                    "pass --force to replace that run, or choose a new --out"
+                )
+            reports = self.path / "reports"  # the old run's reports would describe it, not us
+            if reports.is_dir():
+                for f in reports.glob("*.json"):
+                    f.unlink()
         if self.stats_path.exists():  # a new invocation: the old funnel is no longer current
             self.stats_path.unlink()
         _write_json(self.config_path, config)
+
+    def _changed(self, config: dict[str, Any]) -> str | None:
+        """What makes `config` another run than the one in config.json (None: the same run)."""
+        try:
+            old = json.loads(self.config_path.read_text())
+        except (OSError, ValueError):
+            return None  # nothing recorded yet (or a write killed halfway): nothing to replace
+        new = json.loads(json.dumps(config, default=str))  # as it would read back
+        if old.get("pipeline") != new["pipeline"]:
+            return f"pipeline ({old.get('pipeline')!r}, not {new['pipeline']!r})"
+        # A changed stage config is the same run, iterated on: the stages it affects recompute.
+        return "inputs" if old.get("inputs") != new["inputs"] else None
 
     def segment_rows(self, dirname: str) -> int:
         return sum(json.loads(p.read_text())["rows"] for p in self.segment_dir(dirname).glob("part-*.done.json"))
@@ -103,9 +131,7 @@ class RunDir:
         last = self.segment_dir(segments[-1].dirname)
         parts = sorted(last.glob("part-*[0-9].parquet"))
         _unify_schemas(parts)
-        if self.data_dir.exists():
-            shutil.rmtree(self.data_dir)
-        self.data_dir.mkdir(parents=True)
+        _clear(self.data_dir, DATA_FILES)
         n = max(len(parts), 1)
         records = 0
         for i, part in enumerate(parts):
@@ -132,14 +158,61 @@ class RunDir:
 
     def _link_ledger(self, segments: list[Segment]) -> None:
         """The ledger is the shards' ledger parts, linked in order (read it with pq.read_table)."""
-        if self.ledger_dir.exists():
-            shutil.rmtree(self.ledger_dir)
-        self.ledger_dir.mkdir(parents=True)
+        _clear(self.ledger_dir, LEDGER_FILES)
         parts = [p for seg in segments for p in sorted(self.segment_dir(seg.dirname).glob("part-*.ledger.parquet"))]
         for i, part in enumerate(parts):
             _link(part, self.ledger_dir / f"part-{i:05d}.parquet")
         if not parts:  # an empty table, so readers need no special case
             write_parquet(LEDGER_SCHEMA.empty_table(), self.ledger_dir / "part-00000.parquet", LEDGER_SCHEMA)
+
+
+def claim_dir(path: Path, kind: str) -> None:
+    """Make `path` an rlclimb output directory, or refuse (InputError: a one-line exit 2).
+
+    rlclimb replaces files in its output directories, so it only writes into one it created:
+    a new or empty directory gets the marker; one with the marker is ours; anything else in the
+    way (a file, a directory under a file, a non-empty directory without the marker) is refused
+    rather than touched. `kind` ("run", "decontam", "train") must match the marker's."""
+    path = Path(path)
+    marker = path / MARKER
+    try:
+        if path.is_dir():
+            if marker.is_file():
+                recorded = json.loads(marker.read_text() or "{}").get("kind", "run")
+                if recorded != kind:
+                    raise InputError(
+                        f"{path} is an rlclimb {recorded} directory, not a {kind} directory: "
+                        "choose another --out"
+                    )
+                return
+            if any(path.iterdir()) and not _legacy_run(path, kind):
+                raise InputError(
+                    f"{path} exists, is not empty and is not an rlclimb {kind} directory "
+                    f"(no {MARKER} file): choose a new --out, or empty it"
+                )
+        path.mkdir(parents=True, exist_ok=True)
+    except (NotADirectoryError, FileExistsError):
+        raise InputError(f"--out {path}: it, or a directory above it, is a file") from None
+    except PermissionError as e:
+        raise InputError(f"cannot create {path}: {e.strerror}") from None
+    _write_json(marker, {"kind": kind, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+
+def _legacy_run(path: Path, kind: str) -> bool:
+    """A run directory written before the marker existed (its config.json says so)."""
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return kind == "run" and isinstance(config, dict) and {"pipeline", "segments"} <= config.keys()
+
+
+def _clear(directory: Path, pattern: str) -> None:
+    """Remove what finalize made in `directory` last time, and nothing else."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in directory.glob(pattern):
+        if f.is_file() or f.is_symlink():
+            f.unlink()
 
 
 def _unify_schemas(parts: list[Path]) -> None:

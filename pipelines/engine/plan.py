@@ -40,6 +40,7 @@ class RunOptions:
     llm: Any = None  # an LLMConfig; the run's LLMClient is built from it
     shards_in_flight: int = 0  # 0 = 2 x workers
     retry_transient: bool = False  # redo the shards of a finished run that ledgered transient drops
+    force: bool = False  # replace a run of another pipeline or other inputs in the run directory
 
 
 @dataclass
