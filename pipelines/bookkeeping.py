@@ -5,10 +5,12 @@ from __future__ import annotations
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .stage import Drop, Record
 
@@ -32,7 +34,8 @@ READ_STAGE = "read"  # the pseudo-stage that ledgers unreadable input items
 
 @dataclass
 class StageStats:
-    """Counts for one stage: `in` records seen, `kept` passed on, `out` emitted (expand > kept)."""
+    """Counts for one stage: `in` records seen, `kept` not dropped, `out` passed on (an expand
+    stage's out counts its children); in = dropped + out - created + merged."""
 
     seen: int = 0
     kept: int = 0
@@ -61,7 +64,20 @@ class StageStats:
             "time_s": round(self.time_s, 4),
             "cached": self.cached,
             "llm": self.llm,
+            "created": self.created,
+            "merged": self.merged,
         }
+
+    @property
+    def created(self) -> int:
+        """Records an expand stage made beyond the ones it passed on (one part -> several)."""
+        return max(self.out - (self.seen - sum(self.dropped.values())), 0)
+
+    @property
+    def merged(self) -> int:
+        """Records neither dropped nor passed on: folded into others (e.g. an answer into its
+        question by `pair`), so not in the ledger."""
+        return max(self.seen - sum(self.dropped.values()) - self.out, 0)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StageStats:
@@ -103,3 +119,37 @@ def exception_drop(exc: BaseException) -> Drop:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     return Drop(reason, f"{type(exc).__name__}: {exc}{where}"[:2000])
+
+
+PASS_RATE_BINS = ("0", "(0, 0.5)", "[0.5, 1)", "1")
+
+
+def _rate_bin(rate: float) -> str:
+    if rate <= 0:
+        return "0"
+    if rate >= 1:
+        return "1"
+    return "(0, 0.5)" if rate < 0.5 else "[0.5, 1)"
+
+
+def dataset_summary(data_dir: Path) -> dict[str, Any]:
+    """What a finished dataset holds beyond its size: items with no answer (a textbook whose
+    answer key lacks them), and the difficulty and per-tier pass-rate distributions of scored runs."""
+    files = sorted(Path(data_dir).glob("*.parquet"))
+    names = set(pq.read_schema(files[0]).names) if files else set()
+    columns = [c for c in ("answer", "difficulty", "pass_rates") if c in names]
+    if not columns:
+        return {}
+    rows = pq.read_table(data_dir, columns=columns).to_pylist()
+    summary: dict[str, Any] = {}
+    if "answer" in names:
+        summary["unanswered"] = sum(1 for r in rows if not (r["answer"] or "").strip())
+    if "difficulty" in names and any(r["difficulty"] for r in rows):
+        summary["difficulty"] = dict(Counter(r["difficulty"] or "none" for r in rows).most_common())
+    by_tier: dict[str, Counter] = {}
+    for r in rows if "pass_rates" in names else []:
+        for tr in r["pass_rates"] or []:
+            by_tier.setdefault(tr["tier"], Counter())[_rate_bin(tr["rate"])] += 1
+    if by_tier:
+        summary["pass_rates"] = {t: {b: c[b] for b in PASS_RATE_BINS} for t, c in sorted(by_tier.items())}
+    return summary

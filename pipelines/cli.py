@@ -160,15 +160,14 @@ def print_status(run_dir: Path) -> None:
     cols = ["stage", "in", "out", "dropped"]
     cols += ["created"] if use_created else []
     cols += ["merged"] if use_merged else []
-    cols += ["reasons / notes", "time"]
+    cols += ["top drop reasons", "time"]
     cols += ["cached"] if use_cache else []
     cols += ["LLM tokens", "cost $"] if use_llm else []
     for col in cols:
-        left = col in ("stage", "reasons / notes")
-        table.add_column(col, justify="left" if left else "right", no_wrap=not col.startswith("top"))
+        left = col in ("stage", "top drop reasons")
+        table.add_column(col, justify="left" if left else "right", no_wrap=col != "top drop reasons")
     for name, s in stages:
         why = ", ".join(f"{r} {n:,}" for r, n in s.dropped.most_common(3))
-        why = "; ".join(x for x in (why, notes.get(name, "")) if x)
         row = [name, f"{s.seen:,}", f"{s.out:,}", f"{sum(s.dropped.values()):,}"]
         row += [f"{s.created:,}"] if use_created else []
         row += [f"{s.merged:,}"] if use_merged else []
@@ -179,6 +178,8 @@ def print_status(run_dir: Path) -> None:
             row += [f"{tokens:,}", f"{s.llm.get('cost', 0):.4f}"]
         table.add_row(*row)
     console.print(table)
+    for name, note in notes.items():  # what a stage skipped, and why
+        console.print(f"  {name}: {note}", highlight=False, soft_wrap=True)
     if use_created or use_merged:
         console.print("  created: extra records an expand stage made (one item split in parts); "
                       "merged: records folded into others (an answer into its question), not dropped", highlight=False)

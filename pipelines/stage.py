@@ -113,6 +113,9 @@ class Stage:
     enabled_by_default: ClassVar[bool] = True
     # An instance may also find it has nothing to do (e.g. decontam without benchmarks).
     active: bool = True
+    # Set by check() when the stage runs but does less than its config says (e.g. grade with no
+    # judge role): shown beside the stage in the funnel, so nothing is skipped silently.
+    note: str | None = None
     # Whether results depend on the run seed (then it is in the fingerprint); None: when the
     # stage calls a model (sampling seeds).
     seeded: ClassVar[bool | None] = None
@@ -192,6 +195,7 @@ class Stage:
             "kind": self.kind,
             "config": self.config.model_dump(mode="json"),
             "fingerprint": self.fingerprint,
+            **({"note": self.note} if self.note else {}),
         }
 
     def __repr__(self) -> str:

@@ -82,6 +82,7 @@ class BlindGradeStage(Stage):
                     f"or set {self.name}.enabled=false"
                 ) from None
             self.grading, self._judge = False, None
+            self.note = f"skipped: no `{self.config.role}` role in the llm config, items pass ungraded"
             return
         self.grading, self._judge = True, judge
 

@@ -117,6 +117,8 @@ class SolveStage(Stage):
         self._llm_config = config
         self._tiers = find_tiers(config, self.config.tiers, self.name)
         self._k = self.config.k or (EMBEDDED_K if llm_config is None else 8)
+        if llm_config is None:  # say in the funnel why every item may come out `unsolved`
+            self.note = "no llm config: the one tier is the embedded SmolLM2-135M on the CPU (slow, weak)"
         for stage in self.companions:  # resolve their settings (the guessing role) to estimate
             stage.check(llm_config)
         lines = estimate([self, *self.companions], config, self.expected_items)
