@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from .base import Files, Limits, Result, Sandbox, Session, Status, classify
 from .hostproc import HostSession, kill_uid, new_uid, release_uid
-from .scratch import Scratch, owner_alive, owner_id
 from .image import image_tag
+from .scratch import Scratch, owner_alive, owner_id
 
 ENV = {"HOME": "/work", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -82,7 +82,12 @@ class DockerSession(HostSession):
         # Adopt the prepared scratch, uid and container (HostSession.__init__ would make new ones).
         Session.__init__(self, limits, network)
         self.warm = warm
-        self.uid, self.scratch, self.dir, self.cid = warm.uid, warm.scratch, warm.scratch.path, warm.cid
+        self.uid, self.scratch, self.dir, self.cid = (
+            warm.uid,
+            warm.scratch,
+            warm.scratch.path,
+            warm.cid,
+        )
         try:
             self.write_files(files or {})
         except Exception:  # a bad file name: the container goes, the error stays the caller's

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .base import Files, Limits, Result, Session, Status, classify
-from .scratch import Scratch, scratch_base
+from .scratch import Scratch
 
 UID_BASE, UID_SPAN = 3_000_000, 1_000_000  # outside any real user's range
 IS_ROOT = os.geteuid() == 0

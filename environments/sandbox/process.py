@@ -10,9 +10,8 @@ session), with the scratch dir bound back at its own path inside that /tmp.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import shutil
+from collections.abc import Sequence
 
 from .base import Files, Limits, Sandbox, Session
 from .hostproc import IS_ROOT, HostSession, limit_wrapper, shell_argv

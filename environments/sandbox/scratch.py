@@ -18,9 +18,9 @@ quota bounds everything the program can write; a full filesystem after a failed 
 fact (statvfs), reported as OLE; unmounting removes everything at once. Without root (no mount)
 the scratch is a plain directory with no total quota (the documented fallback).
 
-`<owner>` names the creating process (pid namespace, pid, start time), so scratch dirs of a
-process that died without cleaning up (kill -9) are found and removed by the next one
-(`reap_orphans`).
+The dir name holds the creating process (pid namespace, pid, start time) and the run's uid, so
+the scratch of a process that died without cleaning up (kill -9), and anything still running as
+its uid, are found and removed by the next process that makes a scratch (`reap_orphans`).
 """
 
 from __future__ import annotations
@@ -93,14 +93,16 @@ def unmount(target: str) -> None:
     _libc.umount2(os.fsencode(target), _MNT_DETACH)
 
 
-_OWNER_DIR = re.compile(r"^rlclimb-sbx-(\d+\.\d+\.\d+)-")
+_OWNER_DIR = re.compile(r"^rlclimb-sbx-(\d+\.\d+\.\d+)-u(\d*)-")
 _reaped: set[str] = set()
 _reap_lock = threading.Lock()
 
 
 def reap_orphans(base: str | None = None) -> int:
-    """Remove scratch dirs (and their mounts) whose owner process is gone; once per process and
-    base dir. Returns how many were removed."""
+    """Remove scratch dirs (and their mounts) whose owner process is gone, after killing what
+    still runs as their uid; once per process and base dir. Returns how many were removed."""
+    from .hostproc import kill_uid
+
     base = base or scratch_base()
     with _reap_lock:
         if (os.getpid(), base) in _reaped:
@@ -115,6 +117,8 @@ def reap_orphans(base: str | None = None) -> int:
         m = _OWNER_DIR.match(entry.name)
         if m is None or owner_alive(m.group(1)) or not entry.is_dir(follow_symlinks=False):
             continue
+        if m.group(2):
+            kill_uid(int(m.group(2)))
         remove_tree(entry.path)
         removed += 1
     return removed
@@ -137,7 +141,9 @@ def _match(parts: Sequence[str], pattern: Sequence[str]) -> bool:
         return not parts
     if pattern[0] == "**":
         return any(_match(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _match(parts[1:], pattern[1:])
+    return (
+        bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _match(parts[1:], pattern[1:])
+    )
 
 
 def safe_relpath(name: str) -> PurePosixPath:
@@ -157,7 +163,8 @@ class Scratch:
     def __init__(self, uid: int | None, disk_bytes: int, disk_files: int) -> None:
         reap_orphans()
         self.uid = uid
-        self.top = tempfile.mkdtemp(prefix=f"rlclimb-sbx-{owner_id()}-", dir=scratch_base())
+        prefix = f"rlclimb-sbx-{owner_id()}-u{uid if uid is not None else ''}-"
+        self.top = tempfile.mkdtemp(prefix=prefix, dir=scratch_base())
         try:
             os.chmod(self.top, 0o711)
             fs = os.path.join(self.top, "fs")
@@ -194,7 +201,9 @@ class Scratch:
             except FileNotFoundError:
                 pass
             except IsADirectoryError:
-                raise ValueError(f"cannot write {'/'.join(parts)!r}: a directory is in the way") from None
+                raise ValueError(
+                    f"cannot write {'/'.join(parts)!r}: a directory is in the way"
+                ) from None
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(parts[-1], flags, 0o644, dir_fd=dfd)
             try:
@@ -224,28 +233,50 @@ class Scratch:
             os.fchown(fd, self.uid, self.uid)
         return fd
 
-    def read(self, patterns: Sequence[str], max_bytes: int, max_files: int = 1000) -> dict[str, bytes]:
+    def read(
+        self, patterns: Sequence[str], max_bytes: int, max_files: int = 1000
+    ) -> dict[str, bytes]:
         """Regular files matching glob `patterns` (relative, Path.glob syntax), at most
-        `max_bytes` each. Symlinks, fifos, devices and hard links are skipped, never opened."""
+        `max_bytes` each. Symlinks, fifos, devices and hard links are skipped, never opened.
+        Iterative, and each directory is reached again from the root fd, one O_NOFOLLOW step at
+        a time: no recursion limit or fd limit for a hostile tree to hit."""
         pats = [safe_relpath(p).parts for p in patterns]
         if not pats:
             return {}
         depth = None if any("**" in p for p in pats) else max(len(p) for p in pats)
         out: dict[str, bytes] = {}
-        for root, dirs, files, rfd in os.fwalk(".", dir_fd=self.fd, follow_symlinks=False):
-            rel = PurePosixPath(root).parts[1:] if root != "." else ()
-            if depth is not None and len(rel) + 1 >= depth:
-                dirs.clear()
-            for name in sorted(files):
-                parts = (*rel, name)
-                if not any(_match(parts, p) for p in pats):
-                    continue
-                data = self._read_one(name, rfd, max_bytes)
-                if data is not None:
-                    out["/".join(parts)] = data
-                    if len(out) >= max_files:
-                        return dict(sorted(out.items()))
-        return dict(sorted(out.items()))
+        pending: list[tuple[str, ...]] = [()]
+        while pending and len(out) < max_files:
+            rel = pending.pop()
+            try:
+                dfd = self._reach(rel)
+            except OSError:
+                continue  # replaced meanwhile (nothing of the program runs now, but be safe)
+            try:
+                with os.scandir(dfd) as it:
+                    entries = sorted(it, key=lambda e: e.name, reverse=True)
+                for e in entries:
+                    parts = (*rel, e.name)
+                    if e.is_dir(follow_symlinks=False):
+                        if depth is None or len(parts) < depth:
+                            pending.append(parts)
+                    elif any(_match(parts, p) for p in pats):
+                        data = self._read_one(e.name, dfd, max_bytes)
+                        if data is not None:
+                            out["/".join(parts)] = data
+            finally:
+                os.close(dfd)
+        return dict(sorted(out.items())[:max_files])
+
+    def _reach(self, rel: Sequence[str]) -> int:
+        dfd = os.dup(self.fd)
+        for part in rel:
+            try:
+                nfd = _open_dir(part, dfd)
+            finally:
+                os.close(dfd)
+            dfd = nfd
+        return dfd
 
     @staticmethod
     def _read_one(name: str, dir_fd: int, max_bytes: int) -> bytes | None:

@@ -53,7 +53,20 @@ class RayPool:
 def _pool(engine: str, workers: int):
     if engine == "ray":
         return RayPool(workers)
-    return cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    # Workers die with this process, kill -9 included (PR_SET_PDEATHSIG = 1; a parent that died
+    # before the worker got there is caught by the ppid check). `exec` keeps the initializer a
+    # picklable builtin for the spawn context.
+    die_with_parent = (
+        "import ctypes, os, signal\n"
+        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)\n"
+        f"if os.getppid() != {multiprocessing.current_process().pid}: os._exit(1)\n"
+    )
+    return cf.ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exec,
+        initargs=(die_with_parent,),
+    )
 
 
 # Worker processes keep their stages set up across shards (keyed by segment fingerprint).

@@ -1,0 +1,120 @@
+"""kill -9 of a process that holds sandboxes: what it left (containers, scratch dirs and their
+mounts, processes of its throwaway uid) is removed by the next process that starts a sandbox;
+the worker processes of a pipeline run die with it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers.sandboxes import BACKENDS, sandbox_or_skip
+
+HOLDER = """
+import json, sys, threading
+from rlclimb.environments.sandbox import get_sandbox
+sb = get_sandbox(sys.argv[1])
+s = sb.session(files={"main.py": "print(1)"})
+threading.Thread(target=s.run, args=("sleep 300 # rlclimb-orphan-" + sys.argv[2],), daemon=True).start()
+print(json.dumps({"top": s.scratch.top, "cid": getattr(s, "cid", None)}), flush=True)
+threading.Event().wait()
+"""
+
+
+def spawn(code: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, cwd="/"
+    )
+
+
+def wait_for(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def procs_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill_9_leftovers_are_reaped_at_the_next_start(backend):
+    sandbox_or_skip(backend)
+    marker = f"{os.getpid()}-{time.monotonic_ns()}"
+    holder = spawn(HOLDER, backend, marker)
+    held = json.loads(holder.stdout.readline())
+    top = Path(held["top"])
+    assert wait_for(lambda: procs_with(f"rlclimb-orphan-{marker}")), "the command did not start"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    holder.stdout.close()
+    # What the dead process held is still there: nobody cleaned up.
+    assert top.is_dir() and os.path.ismount(top / "fs")
+    if held["cid"]:
+        from rlclimb.environments.sandbox.docker_backend import client
+
+        assert client().api.containers(filters={"id": held["cid"]})
+    # The next process that starts a sandbox removes it all.
+    nxt = spawn(
+        "import sys; from rlclimb.environments.sandbox import get_sandbox\n"
+        "print(get_sandbox(sys.argv[1]).run('echo ok').stdout, end='', flush=True)",
+        backend,
+    )
+    out, _ = nxt.communicate(timeout=120)
+    assert out == "ok\n"
+    assert not top.exists()
+    assert wait_for(lambda: not procs_with(f"rlclimb-orphan-{marker}")), "its command still runs"
+    if held["cid"]:
+        assert not client().api.containers(all=True, filters={"id": held["cid"]})
+
+
+POOL = """
+import os, sys, time
+from rlclimb.pipelines.engine.executors import _pool
+pool = _pool("local", 2)
+pids = set()
+while len(pids) < 2:
+    pids |= {f.result() for f in [pool.submit(time.sleep, 0.2) and pool.submit(os.getpid) for _ in range(4)]}
+print(" ".join(map(str, sorted(pids))), flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.slow
+def test_pool_workers_die_with_their_parent():
+    parent = spawn(POOL)
+    workers = [int(p) for p in parent.stdout.readline().split()]
+    assert len(workers) == 2 and all(Path(f"/proc/{p}").exists() for p in workers)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    parent.stdout.close()
+
+    def gone() -> bool:
+        for p in workers:
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if f.read().rpartition(")")[2].split()[0] != "Z":
+                        return False
+            except OSError:
+                pass
+        return True
+
+    assert wait_for(gone), "pool workers outlived their parent"
