@@ -180,7 +180,7 @@ def ostp(pdf: Path) -> dict:
     for k, (n, pos) in enumerate(found):
         stop = found[k + 1][1] if k + 1 < len(found) else len(t.text)
         body = t.text[pos:stop]
-        m = re.search(r"\(Correct\)|^Answer:", body, re.M)
+        m = re.search(r"\(Correct\)|\bAnswer:", body)
         items.append({"key": f"#{n}", "n": str(n), "page": t.page(pos),
                       "answer_page": t.page(pos + m.start()) if m else None,
                       "kind": "choice" if "\u20dd" in body else "long"})

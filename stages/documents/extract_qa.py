@@ -21,9 +21,32 @@ from .structure_patterns import ANSWER_MARKER, KEY_PREFIX
 _TITLED_KEY = re.compile(r"^[^\n]{1,60}?\.\s*\n?(?:Hint|Answer|Solution)\s*[.:]\s*")
 
 
+_CHOICE_FLAG = re.compile(r"\s*[(\[](?:correct(?: answer)?|right answer)[)\]]", re.IGNORECASE)
+# where an option starts: a drawn box or circle, or "(a)" / "a)" / "A." after a space or line start
+_OPTION_START = re.compile(r"[\u20dd\u25cb\u25ef\u25cf\u25a1\u2610\u2022]|(?:(?<=\s)|^)\(?[a-hA-H][).](?=\s)")
+
+
+def split_choice_answer(text: str) -> tuple[str, str] | None:
+    """Multiple choice with the right option flagged inline ("... ⃝ 49.6° (Correct)"): (the
+    question with its options, flags removed; the flagged option(s)), or None."""
+    flags = list(_CHOICE_FLAG.finditer(text))
+    if not flags:
+        return None
+    options = []
+    for f in flags:
+        starts = [m.end() for m in _OPTION_START.finditer(text, 0, f.start())]
+        if not starts:
+            return None  # a flag outside any option: not a choice list
+        options.append(" ".join(text[starts[-1]:f.start()].split()))
+    return _CHOICE_FLAG.sub("", text).strip(), "; ".join(o for o in options if o)
+
+
 def split_inline_answer(text: str) -> tuple[str, str | None]:
     """(question, answer or None): the answer starts at the first line or sentence that opens
-    with an answer marker ("Solution.", "Answer:", ...)."""
+    with an answer marker ("Solution.", "Answer:", ...); in a choice list, the flagged option."""
+    choice = split_choice_answer(text)
+    if choice is not None and choice[1]:
+        return choice
     lines = text.split("\n")
     for i, line in enumerate(lines):
         m = ANSWER_MARKER.match(line)

@@ -355,7 +355,9 @@ class DocumentBuilder:
         if label.kind == "answer-key":  # a dotted key: "1.4.17", "One.I.1.17"
             if prefix == self.seq_prefix:
                 return n > self.seq_last or bold
-            return bold or merge_path(self.path, tokens) != self.path + tokens
+            # a new prefix whose numbering restarts ("1.1.1." after "0.3.15.") opens the next
+            # section's keys even when its heading was lost (read as a running header)
+            return bold or n <= 3 or merge_path(self.path, tokens) != self.path + tokens
         if prefix != self.seq_prefix:
             return n == 1 or (bold and n <= 3)
         if self.zone == "answers":

@@ -270,7 +270,7 @@ _KEY_LABEL = re.compile(
 )
 _NUMBER_LABEL = re.compile(
     r"^(?P<mark>(?:[✓✔*†‡?•]\s*)+)?(?:(?P<paren>\()(?P<pnum>\d{1,4})\)|(?P<num>\d{1,4}(?:\.\d{1,3})*)(?P<punct>[.)])?)"
-    r"(?P<cite>\s*\[[^\]]{1,40}\])?(?:\s+|$|(?<=[.)])(?=[A-Z]))"  # "12.Compute": tight typesetting
+    r"(?P<cite>\s*\[[^\]]{1,40}\])?(?:\s+|$|(?<=[.)])(?=[A-Z\u20d0-\u20ff]))"  # "12.Compute", "18.⃗a": tight
 )
 _FOLLOW_BARE = re.compile(r"^[A-Z(\[“\"'$\\]")  # a bare "3 Use ..." label must be followed by a word
 _INLINE_KEY = re.compile(r"(?<=\s)(\d{1,3})[.)]\s+(?=\S)")

@@ -177,8 +177,8 @@ class KeyedScores:
 
 def score_keyed(predicted: list[dict], truth: list[dict]) -> KeyedScores:
     """Match items by (page where the item starts, the last number of its label); a pair is right
-    when its answer came from the page the truth names (or the next: an entry split by a page
-    break). `truth`: [{"key", "n", "page", "answer_page"}]. A page-level check: two answer-key
+    when its answer came from the page the truth names, or one page off (an entry split by a page
+    break; an inline answer is recorded at its question's first page). `truth`: [{"key", "n", "page", "answer_page"}]. A page-level check: two answer-key
     entries on one page are not told apart, so precision here is an upper bound."""
     import json as _json
 
@@ -214,9 +214,11 @@ def score_keyed(predicted: list[dict], truth: list[dict]) -> KeyedScores:
         if not (want and p["answer"]):
             if want:
                 s.wrong_pairs.append(f"{t['key']}: no answer, want one from page {want}")
+            elif p["answer"]:
+                s.wrong_pairs.append(f"{t['key']}: answer {p['answer'][:50]!r}, want none")
             continue
         got = (_json.loads(p.get("meta") or "{}").get("answer_source") or {}).get("page")
-        if got in (want, want + 1) or (got is None and p["answer"]):
+        if got in (want - 1, want, want + 1) or (got is None and p["answer"]):
             s.pairs_correct += 1
         else:
             s.wrong_pairs.append(f"{t['key']}: answer from page {got}, want {want}")
