@@ -43,6 +43,29 @@ def mix(
 
 
 @app.command()
+def card(
+    target: Annotated[Path, typer.Argument(help="a run directory (rlclimb run) or a mix directory (rlclimb mix)")],
+) -> None:
+    """Write a Hugging Face dataset card (README.md, figures/) and croissant.json into a run or mix."""
+    from .card import write_card
+    from .describe import DescribeError
+
+    try:
+        written = write_card(target)
+    except DescribeError as e:
+        fail(str(e))
+    console.print(f"wrote {written['readme']} ({written['records']:,} records, {len(written['figures'])} figures "
+                  f"in {target / 'figures'}) and {written['croissant']}", highlight=False)
+    errors = written["croissant_errors"]
+    if errors is None:
+        console.print("croissant.json not validated: pip install 'rlclimb[card]' (mlcroissant)", highlight=False)
+    elif errors:
+        fail(f"croissant.json does not validate: {errors[0]}")
+    else:
+        console.print("croissant.json validated with mlcroissant", highlight=False)
+
+
+@app.command()
 def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) -> None:
     """Run the qa-jsonl pipeline on the bundled sample with embedded defaults."""
     from importlib import resources
