@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from rlclimb.schemas.io import safe_text
 
 from .stage import Drop, Record
 
@@ -96,21 +99,37 @@ def locate(record: Record) -> tuple[str | None, int | None]:
 
 
 def ledger_row(stage: str, drop: Drop, record: Record | None, file=None, line=None, raw: str = "") -> dict:
+    """One ledger row. Never raises on what a record holds: user text (a lone surrogate, an id
+    that is a number) is made safe for the string columns, so a bad record is ledgered, not fatal."""
     if record is not None:
         file, line = locate(record)
-        raw = orjson.dumps(record, default=str).decode()  # 7x faster than json here: drops can be many
+        raw = _record_json(record)
     return {
         "stage": stage,
         "reason": drop.reason,
-        "detail": drop.detail,
-        "record_id": record.get("id") if record is not None else None,
-        "file": file,
-        "line": line,
-        "model": drop.model,
-        "votes": list(drop.votes),
+        "detail": _text(drop.detail),
+        "record_id": _text(record.get("id")) if record is not None else None,
+        "file": _text(file),
+        "line": line if type(line) is int else None,
+        "model": _text(drop.model),
+        "votes": [_text(v) for v in drop.votes],
         "cost": drop.cost,
-        "record": raw[:MAX_LEDGER_RECORD_CHARS],
+        "record": safe_text(raw[:MAX_LEDGER_RECORD_CHARS]),
     }
+
+
+def _record_json(record: Record) -> str:
+    try:
+        return orjson.dumps(record, default=str).decode()  # 7x faster than json: drops can be many
+    except TypeError:  # a lone surrogate, nesting past orjson's limit: the slow, tolerant way
+        try:
+            return json.dumps(record, default=str)  # ASCII escapes keep the offending text as is
+        except (ValueError, RecursionError) as e:
+            return f"<record not serializable: {type(e).__name__}>"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else safe_text(value if isinstance(value, str) else str(value))
 
 
 def exception_drop(exc: BaseException) -> Drop:

@@ -89,27 +89,57 @@ def safe_text(text: str) -> str:
 # ---- JSONL -------------------------------------------------------------------------------------
 
 
+MAX_LINE_BYTES = 16 << 20  # default cap on one JSONL line; $RLCLIMB_MAX_LINE_BYTES overrides
+MAX_JSON_DEPTH = 200  # nesting a record may have (orjson, which writes ledger rows, stops at 254)
+
+
 @dataclass(frozen=True)
 class JsonlError:
     """A line that could not be read; the caller ledgers it with file and line."""
 
     path: str
     line: int
-    reason: str  # short machine-readable reason: "bad_json", "bad_encoding", "not_an_object"
+    reason: str  # "bad_json", "bad_encoding", "not_an_object", "too_deep", "line_too_long"
     detail: str
 
 
-def open_text_lines(path: str | Path) -> Iterator[bytes]:
-    """Raw lines of a `.jsonl` or `.jsonl.gz` file (decoding is per line, so one bad byte costs one line)."""
+def max_line_bytes() -> int:
+    raw = os.environ.get("RLCLIMB_MAX_LINE_BYTES")
+    try:
+        return int(raw) if raw else MAX_LINE_BYTES
+    except ValueError:
+        raise ValueError(f"RLCLIMB_MAX_LINE_BYTES must be a number of bytes, got {raw!r}") from None
+
+
+def open_text_lines(path: str | Path, limit: int | None = None) -> Iterator[bytes | int]:
+    """Raw lines of a `.jsonl` or `.jsonl.gz` file (decoding is per line, so one bad byte costs
+    one line). A line longer than `limit` bytes is skipped without being held in memory: its
+    length (an int) comes in its place."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rb") as f:
-        yield from f
+        if limit is None:
+            yield from f
+            return
+        while raw := f.readline(limit + 1):
+            if len(raw) <= limit or raw.endswith(b"\n"):
+                yield raw
+                continue
+            size = len(raw)
+            while (chunk := f.readline(1 << 20)) and not chunk.endswith(b"\n"):
+                size += len(chunk)
+            yield size + len(chunk) - chunk.endswith(b"\n")  # the line's length, not its newline
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | JsonlError]]:
-    """Yield (line number, object) for every non-blank line; unreadable lines come as JsonlError."""
-    for no, raw in enumerate(open_text_lines(path), start=1):
+def read_jsonl(path: str | Path, limit: int | None = None) -> Iterator[tuple[int, dict | JsonlError]]:
+    """Yield (line number, object) for every non-blank line; unreadable lines come as JsonlError.
+    `limit`: the longest line read, in bytes (default: max_line_bytes())."""
+    limit = max_line_bytes() if limit is None else limit
+    for no, raw in enumerate(open_text_lines(path, limit), start=1):
+        if isinstance(raw, int):
+            yield no, JsonlError(str(path), no, "line_too_long",
+                                 f"{raw:,} bytes, over the {limit:,}-byte limit (RLCLIMB_MAX_LINE_BYTES)")
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -123,10 +153,43 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict | JsonlError]]:
         except json.JSONDecodeError as e:
             yield no, JsonlError(str(path), no, "bad_json", f"{e.msg} at column {e.colno}")
             continue
+        except RecursionError:
+            yield no, JsonlError(str(path), no, "too_deep", f"nested deeper than {MAX_JSON_DEPTH} levels")
+            continue
         if not isinstance(obj, dict):
             yield no, JsonlError(str(path), no, "not_an_object", f"a JSON {type(obj).__name__}")
             continue
+        # Cheap guards first (C-speed counts): only a line with that many brackets can be that
+        # deep, and only a \\uD8xx-\\uDFxx escape can make a lone surrogate (raw bytes cannot).
+        if text.count("{") + text.count("[") > MAX_JSON_DEPTH and _too_deep(obj, MAX_JSON_DEPTH):
+            yield no, JsonlError(str(path), no, "too_deep", f"nested deeper than {MAX_JSON_DEPTH} levels")
+            continue
+        if ("\\ud" in text or "\\uD" in text) and not _encodable(obj):
+            yield no, JsonlError(str(path), no, "bad_encoding",
+                                 "a lone UTF-16 surrogate escape (e.g. \\ud800) in a string: not text")
+            continue
         yield no, obj
+
+
+def _too_deep(obj: Any, limit: int) -> bool:
+    stack = [(obj, 1)]
+    while stack:
+        o, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(o, dict):
+            stack.extend((v, depth + 1) for v in o.values())
+        elif isinstance(o, list):
+            stack.extend((v, depth + 1) for v in o)
+    return False
+
+
+def _encodable(obj: Any) -> bool:
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def write_jsonl(rows: Iterable[dict], path: str | Path) -> Path:
