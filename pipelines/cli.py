@@ -19,6 +19,7 @@ from .cli_env import env_app
 from .definitions import PIPELINES, ConfigError
 from .engine import RunOptions, run_pipeline
 from .readers import InputError
+from .readers_head import HeadReader
 from .rundir import RunDir
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rlclimb: verified RL data and environments.")
@@ -91,6 +92,8 @@ def run(
     engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
     workers: Annotated[int | None, typer.Option(help="processes (local) / CPUs (ray) for CPU-bound stages")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", "--head", min=1, help="only the first N input items (JSONL lines, Parquet rows, PDF pages): a quick try")] = None,
     retry_transient: Annotated[bool, typer.Option(
         "--retry-transient", help="redo what a finished run dropped for transient reasons (timeouts, rate limits, budget)")] = False,
     force: Annotated[bool, typer.Option(
@@ -109,6 +112,8 @@ def run(
 
             llm = LLMConfig.from_dict(cfg["llm"])
         built = PIPELINES[pipeline](inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
+        if limit is not None:
+            built.reader = HeadReader(built.reader, limit)
     except (InputError, ConfigError) as e:
         fail(str(e))
     except Exception as e:  # pydantic errors in the llm section, bad numbers
