@@ -329,25 +329,23 @@ CROISSANT_TYPES = {"String": "sc:Text", "Int64": "sc:Integer", "Float64": "sc:Fl
 
 
 def croissant(d: Description) -> dict[str, Any]:
-    """Croissant 1.0 JSON-LD: one FileSet per config and split, one RecordSet per config with the
-    scalar columns (nested ones are described in the card's schema section)."""
+    """Croissant 1.0 JSON-LD: a FileSet and a RecordSet (`default-train`, ...) per config and split,
+    with the scalar columns (nested ones are described in the card's schema section)."""
     context = json.loads((resources.files("rlclimb.pipelines") / "assets" / "croissant_context.json").read_text())
     distribution, record_sets = [], []
     scalar = [c for c in d.frame.columns if c not in ("split", "config") and str(d.frame.schema[c]) in CROISSANT_TYPES]
     for config, splits in d.data_files.items():
-        sets = []
         for split, paths in splits.items():
-            if paths:
-                sid = f"{config}-{split}-files"
-                sets.append(sid)
-                distribution.append({"@type": "cr:FileSet", "@id": sid, "name": sid,
-                                     "encodingFormat": "application/x-parquet",
-                                     "includes": f"{Path(paths[0]).parent.as_posix()}/{split}-*.parquet"})
-        fields = [{"@type": "cr:Field", "@id": f"{config}/{c}", "name": c,
-                   "dataType": CROISSANT_TYPES[str(d.frame.schema[c])],
-                   "source": {"fileSet": {"@id": sets[0]}, "extract": {"column": c}}} for c in scalar]
-        if sets:
-            record_sets.append({"@type": "cr:RecordSet", "@id": config, "name": config, "field": fields})
+            if not paths:
+                continue
+            name = f"{config}-{split}"  # one record set per config and split, as the card's configs
+            distribution.append({"@type": "cr:FileSet", "@id": f"{name}-files", "name": f"{name}-files",
+                                 "encodingFormat": "application/x-parquet",
+                                 "includes": f"{Path(paths[0]).parent.as_posix()}/{split}-*.parquet"})
+            fields = [{"@type": "cr:Field", "@id": f"{name}/{c}", "name": c,
+                       "dataType": CROISSANT_TYPES[str(d.frame.schema[c])],
+                       "source": {"fileSet": {"@id": f"{name}-files"}, "extract": {"column": c}}} for c in scalar]
+            record_sets.append({"@type": "cr:RecordSet", "@id": name, "name": name, "field": fields})
     lic = license_of(d)
     return {
         "@context": context, "@type": "sc:Dataset", "name": slug(d.name),
