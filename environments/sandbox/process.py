@@ -22,14 +22,21 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 class ProcessSession(HostSession):
     backend = "process"
 
+    def __init__(self, files: Files | None, limits: Limits, network: bool) -> None:
+        super().__init__(files, limits, network)
+        self.private_tmp = IS_ROOT and shutil.which("unshare") is not None
+        if self.private_tmp and self.dir.is_relative_to("/tmp"):
+            self.scratch.mountpoint_in_tmp(self.dir.relative_to("/tmp").parts)
+
     def argv(
         self, command: str | Sequence[str], limits: Limits
     ) -> tuple[list[str], dict[str, str]]:
-        if not (IS_ROOT and shutil.which("unshare")):
+        if not self.private_tmp:
             env = {"PATH": SYSTEM_PATH, "HOME": str(self.dir), "TMPDIR": str(self.dir)}
             return limit_wrapper(limits, self.uid, self.network) + shell_argv(command), env
-        # /dev/shm first: binding over /tmp hides the scratch paths; the working dir is then bound
-        # back at its own path (from the cwd the mount inherited: `-c` keeps /proc/self/cwd as is).
+        # As root in a new mount namespace, before the uid drop: /dev/shm first (binding over /tmp
+        # hides the scratch paths), then /tmp, then the working dir back at its own path onto the
+        # root-owned mountpoint made for it (from the cwd the mount inherited; -c: as is).
         private = [
             "unshare",
             "--mount",
@@ -37,8 +44,8 @@ class ProcessSession(HostSession):
             "--",
             "sh",
             "-c",
-            'mount --bind "$1" /dev/shm && mount --bind "$2" /tmp && mkdir -p "$3" && '
-            'mount -c --bind /proc/self/cwd "$3" && shift 3 && exec "$@"',
+            'mount -n --bind "$1" /dev/shm && mount -n --bind "$2" /tmp && '
+            'mount -n -c --bind /proc/self/cwd "$3" && shift 3 && exec "$@"',
             "sh",
             str(self.scratch.shm_path),
             str(self.scratch.tmp_path),

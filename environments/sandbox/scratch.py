@@ -12,8 +12,9 @@ program runs while the host does this (each command's processes are killed when 
 
 Layout, as root: `<base>/rlclimb-sbx-<owner>-XXXX/` (root, 0711: the program cannot rename or
 replace anything on the way in) holding `fs/`, a tmpfs of `Limits.disk_bytes` and
-`Limits.disk_files` inodes (nosuid, nodev) with `work/` (the program's working dir), `tmp/` and
-`shm/` (its /tmp and /dev/shm where the backend can bind them), all owned by the run's uid. One
+`Limits.disk_files` inodes (nosuid, nodev) with `work/` (the program's working dir, owned by
+the run's uid), `tmp/` and `shm/` (its /tmp and /dev/shm, which every backend binds there; root's,
+mode 1777 like a system's /tmp). One
 quota bounds everything the program can write; a full filesystem after a failed run is a kernel
 fact (statvfs), reported as OLE; unmounting removes everything at once. Without root (no mount)
 the scratch is a plain directory with no total quota (the documented fallback).
@@ -175,7 +176,9 @@ class Scratch:
             for sub in ("work", "tmp", "shm"):
                 os.mkdir(sub, 0o700, dir_fd=self.root_fd)
                 self.fds[sub] = _open_dir(sub, self.root_fd)
-                if uid is not None:
+                if sub != "work":  # like a system's /tmp: root's, sticky, for everyone
+                    os.fchmod(self.fds[sub], 0o1777)
+                elif uid is not None:
                     os.fchown(self.fds[sub], uid, uid)
         except BaseException:
             remove_tree(self.top)
@@ -183,6 +186,20 @@ class Scratch:
         self.fd = self.fds["work"]
         self.path = Path(fs) / "work"
         self.tmp_path, self.shm_path = Path(fs) / "tmp", Path(fs) / "shm"
+
+    def mountpoint_in_tmp(self, parts: Sequence[str]) -> None:
+        """Root-owned directories `parts` inside tmp/ (made before the program runs; the sticky
+        bit keeps it from renaming them): where a backend that binds tmp/ over /tmp binds the
+        working dir back at its own path, without resolving anything the program controls."""
+        dfd = os.dup(self.fds["tmp"])
+        try:
+            for part in parts:
+                os.mkdir(part, 0o755, dir_fd=dfd)
+                nfd = _open_dir(part, dfd)
+                os.close(dfd)
+                dfd = nfd
+        finally:
+            os.close(dfd)
 
     def write(self, files: Mapping[str, str | bytes]) -> None:
         for name, content in files.items():
