@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rlclimb.schemas.io import load_yaml
+
 from .bookkeeping import READ_STAGE, dataset_summary
 from .cli_env import env_app
 from .definitions import PIPELINES, ConfigError
@@ -39,7 +41,7 @@ def read_yaml_mapping(path: Path | None) -> dict[str, Any]:
     config: dict[str, Any] = {}
     if path is not None:
         try:
-            config = yaml.safe_load(path.read_text()) or {}
+            config = load_yaml(path.read_text()) or {}
         except OSError as e:
             fail(f"cannot read config {path}: {e.strerror}")
         except yaml.YAMLError as e:
@@ -58,7 +60,10 @@ def apply_sets(config: dict[str, Any], sets: list[str], top_level: tuple[str, ..
         key, sep, raw = item.partition("=")
         if not sep or not key:
             fail(f"--set expects KEY=VALUE, got {item!r}")
-        value = yaml.safe_load(raw) if raw else ""
+        try:
+            value = load_yaml(raw) if raw else ""
+        except yaml.YAMLError as e:
+            fail(f"--set {key}: not a valid YAML value: {getattr(e, 'problem', None) or e}")
         parts = key.split(".")
         target = config
         if top_level is not None and parts[0] not in top_level:
@@ -229,18 +234,19 @@ def status(
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="output .jsonl or .jsonl.gz")],
+    run_dir: Annotated[Path, typer.Argument(help="a finished run directory")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="FILE.jsonl, FILE.jsonl.gz, FILE.parquet, or a new FOLDER (data/ + dataset card)")],
 ) -> None:
-    """Export a run's dataset as JSONL."""
-    from rlclimb.schemas.io import iter_parquet_batches, write_jsonl
+    """Export a run's dataset: JSONL, JSONL.gz or Parquet by the file's extension, or a
+    Hub-ready folder (data/train-*.parquet, README.md dataset card, croissant.json)."""
+    from .export import ExportError, export_run
 
-    run = RunDir(run_dir)
-    files = sorted(run.data_dir.glob("*.parquet"))
-    if not files:
-        fail(f"no dataset in {run.data_dir}: run the pipeline first")
-    write_jsonl((row for batch in iter_parquet_batches(files) for row in batch), out)
-    console.print(f"wrote {out}")
+    try:
+        written = export_run(run_dir, out)
+    except ExportError as e:
+        fail(str(e))
+    console.print(f"wrote {written['path']}" + (" (data/ and the dataset card README.md)" if written["kind"] == "folder" else ""),
+                  highlight=False)
 
 
 @app.command()
