@@ -33,7 +33,7 @@ from pydantic import (
 
 from rlclimb.pipelines.kvstore import KVStore
 from rlclimb.pipelines.local_llm import LocalBatcher
-from rlclimb.schemas.io import safe_text
+from rlclimb.schemas.io import load_yaml, safe_text
 
 BACKOFF_CAP_S = 30.0
 MAX_CALL_TOKENS = 10_000_000  # usage above this per call is a broken server, not a real bill
@@ -148,7 +148,17 @@ class LLMConfig(BaseModel):
     def from_yaml(cls, path: str | Path) -> LLMConfig:
         import yaml
 
-        return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
+        try:
+            data = load_yaml(Path(path).read_text()) or {}
+        except OSError as e:
+            raise LLMConfigError(f"cannot read LLM config {path}: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise LLMConfigError(
+                f"LLM config {path} is not valid YAML: {getattr(e, 'problem', None) or e}"
+            ) from None
+        if not isinstance(data, dict):
+            raise LLMConfigError(f"LLM config {path} must be a YAML mapping")
+        return cls.from_dict(data)
 
     def resolve(self, role_or_profile: str) -> ModelProfile:
         name = self.roles.get(role_or_profile, role_or_profile)

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rlclimb.environments.base import kind_of
 from rlclimb.pipelines.mix import MixError, read_dataset, select_rows
+from rlclimb.schemas.io import load_yaml
 from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
 
 RECORDS = {"math": QAItem, "code": CodeProblem}
@@ -82,7 +81,7 @@ def load_items(mix: str | Path, skipped: list[str] | None = None) -> list[Item]:
     path = Path(mix).expanduser()
     if path.suffix in (".yaml", ".yml"):
         try:
-            spec = MixSpec.model_validate(yaml.safe_load(path.read_text()))
+            spec = MixSpec.model_validate(load_yaml(path.read_text()))
         except OSError as e:
             raise DataError(f"cannot read mix spec {path}: {e.strerror}") from None
         except Exception as e:

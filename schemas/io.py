@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 from pydantic import BaseModel
 
 from .arrow import arrow_schema
@@ -84,6 +85,28 @@ def safe_text(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return _SURROGATE.sub("\ufffd", text)
+
+
+# ---- YAML config ---------------------------------------------------------------------------------
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without aliases: `*name` re-uses a node, so a few lines of nested aliases
+    ("billion laughs") expand to gigabytes. Config files never need them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are not allowed in config files: write it out", mark
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str | bytes) -> Any:
+    """`yaml.safe_load` for config text, refusing aliases (raises yaml.YAMLError): the one way
+    rlclimb reads YAML configs (run config, LLM config, mix spec, taxonomy, trainer config)."""
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 # ---- JSONL -------------------------------------------------------------------------------------

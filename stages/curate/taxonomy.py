@@ -24,6 +24,7 @@ import yaml
 from pydantic import create_model
 
 from rlclimb.pipelines.stage import ConfigError, Drop, Record, StageContext
+from rlclimb.schemas.io import load_yaml
 
 from ..embedding import Backend, load_embedder, missing_extra
 from .common import CurateConfig, CurateStage, add_tag, kept
@@ -45,7 +46,7 @@ def load_taxonomy(path: str | None) -> tuple[dict[str, dict[str, dict[str, Any]]
         raw = (resources.files("rlclimb.stages") / "data" / "taxonomy.yaml").read_bytes()
         where = "rlclimb/stages/data/taxonomy.yaml"
     try:
-        data = yaml.safe_load(raw) or {}
+        data = load_yaml(raw) or {}
     except yaml.YAMLError as e:
         raise TaxonomyError(f"taxonomy file {where} is not valid YAML: {e}") from None
     domains = data.get("domains") if isinstance(data, dict) else None
