@@ -37,7 +37,7 @@ def export_run(run_dir: Path, out: Path) -> dict:
     kind = export_format(out)
     files = sorted((run_dir / "data").glob("*.parquet"))
     if not files or not (run_dir / "stats.json").exists():
-        raise ExportError(f"no finished dataset in {run_dir}: run (or finish) the pipeline first")
+        raise ExportError(f"no dataset in {run_dir} (or the run is not finished): run the pipeline first")
     if kind == "jsonl":
         write_jsonl((row for batch in iter_parquet_batches(files) for row in batch), out)
         return {"kind": kind, "path": out}
