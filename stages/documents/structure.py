@@ -160,6 +160,7 @@ class DocumentBuilder:
         self.next_line: dict | None = None
         self.page_lines: list[dict] = []
         self.zone_size = 0.0  # font size of the heading that opened the current zone
+        self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
 
     # ---- pages ---------------------------------------------------------------------------
     def page(self, page: dict) -> Iterator[Record | tuple[Record, Drop]]:
@@ -312,9 +313,20 @@ class DocumentBuilder:
         if self.zone == "answers":
             if h.zone == "other":
                 self.zone = "other"
+            elif h.kind == "chapter" and not h.zone and self.answers_in_chapter and size > self.zone_size + 0.5:
+                # answers at the end of a chapter (opened inside it): the next chapter's heading,
+                # larger than the answers heading, ends them
+                self.zone, self.answers_in_chapter = "body", False
         elif h.zone == "answers":
             self.zone = "answers"
-            self.stack, self.path = [], []  # the key builds its own context from its headings
+            if self.stack and self.stack[0][1] == "chapter" and self.stack[0][0] > size + 0.5:
+                # answers at the end of a chapter (a heading smaller than the chapter's): the
+                # chapter's number is their context
+                self.stack = self.stack[:1]
+                self.path = merge_path([], self.stack[0][2])
+                self.answers_in_chapter = True
+            else:
+                self.stack, self.path = [], []  # the key builds its own context from its headings
         elif h.zone in ("exercises", "other"):
             self.zone = h.zone
         else:

@@ -590,3 +590,130 @@ def make_huge_pdf(path: str | Path, pages: int, exercises_per_page: int = 2) -> 
     doc.save(path, garbage=1, deflate=True)
     doc.close()
     return Path(path)
+
+
+# ---- layouts outside the development books (issue 15) ---------------------------------------------
+@dataclass
+class LayoutItem:
+    key: str  # "II#3"
+    question: str
+    answer: str | None
+
+
+_TOPICS = ["a bakery sells loaves", "a pump fills a tank", "a cyclist rides along a river", "a printer prints pages",
+           "a farmer plants rows of corn", "a train leaves the station", "a student reads chapters",
+           "a factory paints cars", "a gardener waters plants", "a choir learns songs", "a kettle heats water",
+           "a library lends novels", "a robot sorts parcels", "a fountain sprays jets", "a miner digs tunnels"]
+
+
+def _problem(rng: random.Random, k: int) -> tuple[str, str]:
+    a, b = rng.randint(2, 40), rng.randint(2, 40)
+    topic = rng.choice(_TOPICS)
+    return (f"Suppose {topic} so that y = {a}x + {b} after x hours. What is y when x = {k}?", f"y = {a * k + b}")
+
+
+def make_layout_book(path: str | Path, layout: str, seed: int = 0) -> tuple[Path, list[LayoutItem]]:
+    """A small book in one of the layouts the development books do not have; returns its truth.
+    - "sets": chapters end with "Exercises II. (See p. 9 for Answers.)" in body type (no bold, no
+      size change), items "(1)", "(2)"; an ANSWERS chapter groups "(n)" answers under the same
+      set headings, printed in two columns whose lines sit at the same heights;
+    - "problems": "Problem 7." labels, odd-numbered answers at the end of each chapter under
+      "Answers to Odd-Numbered Problems";
+    - "choice": numbered multiple-choice questions, the right option flagged "(Correct)";
+    - "keys": an appendix of dotted keys "1.2.3." whose section headings are missing.
+    """
+    rng = random.Random(seed)
+    doc = pymupdf.open()
+    items: list[LayoutItem] = []
+    state = {"page": None, "y": 0.0}
+
+    def new_page() -> None:
+        state["page"] = doc.new_page(width=PAGE_W, height=PAGE_H)
+        state["y"] = MARGIN
+        state["page"].insert_text((PAGE_W / 2, PAGE_H - 40), str(doc.page_count), fontname=FONT, fontsize=9)
+
+    def put(text: str, size: float = BODY, x: float = MARGIN, font: str = FONT, advance: bool = True) -> None:
+        if state["page"] is None or state["y"] > PAGE_H - MARGIN - 20:
+            new_page()
+        state["page"].insert_text((x, state["y"]), text, fontname=font, fontsize=size)
+        if advance:
+            state["y"] += LEADING * size / BODY
+
+    def prose(n: int = 3) -> None:
+        for _ in range(n):
+            put("The method of this chapter works for every function we met so far, and we use it below.")
+
+    romans = ["I", "II", "III", "IV"]
+    if layout == "sets":
+        sets: list[tuple[str, list[tuple[str, str]]]] = []
+        for roman in romans[:3]:
+            new_page()
+            put(f"CHAPTER {roman}.", 16, font=BOLD)
+            state["y"] += 10
+            prose(6)
+            put(f"Exercises {roman}. (See p. 9 for Answers.)")
+            qa = [_problem(rng, k) for k in range(1, 6)]
+            for k, (q, a) in enumerate(qa, 1):
+                put(f"({k}) {q}")
+                items.append(LayoutItem(f"{roman}#{k}", q, a))
+            sets.append((roman, qa))
+        new_page()
+        put("ANSWERS.", 16, font=BOLD)
+        state["y"] += 10
+        for roman, qa in sets:
+            put(f"Exercises {roman}.", font=BOLD)
+            for k in range(0, len(qa), 2):  # two columns: (1) | (2) on one height
+                put(f"({k + 1}) {qa[k][1]}.", advance=len(qa) <= k + 1)
+                if k + 1 < len(qa):
+                    put(f"({k + 2}) {qa[k + 1][1]}.", x=PAGE_W / 2 - 60)
+    elif layout == "problems":
+        for c in range(1, 3):
+            new_page()
+            put(f"Chapter {c}. Linear Models", 16, font=BOLD)
+            state["y"] += 10
+            prose(4)
+            put("Problems", 13, font=BOLD)
+            qa = [_problem(rng, k) for k in range(1, 8)]
+            for k, (q, a) in enumerate(qa, 1):
+                put(f"Problem {k}. {q}")
+                items.append(LayoutItem(f"{c}#{k}", q, a if k % 2 else None))
+            put("Answers to Odd-Numbered Problems", 13, font=BOLD)
+            for k, (_, a) in enumerate(qa, 1):
+                if k % 2:
+                    put(f"{k}. {a}")
+    elif layout == "choice":
+        new_page()
+        put("1 Kinematics", 16, font=BOLD)
+        put("1.1 Multiple Choice", 13, font=BOLD)
+        for k in range(1, 9):
+            a, b = rng.randint(2, 9), rng.randint(2, 9)
+            q = f"A cart moves at {a} m/s for {b} s. How far does it travel?"
+            right = rng.randrange(4)
+            opts = [f"{a * b + d} m" for d in (-2, 0, 3, 5)]
+            opts[0], opts[right] = opts[right], opts[0]
+            put(f"{k}. {q}")
+            for i, o in enumerate(opts):
+                put(f"({'abcd'[i]}) {o}" + (" (Correct)" if o == f"{a * b} m" else ""), x=MARGIN + 12)
+            full = q + " " + " ".join(f"({'abcd'[i]}) {o}" for i, o in enumerate(opts))
+            items.append(LayoutItem(f"#{k}", full, f"{a * b} m"))
+    elif layout == "keys":
+        for s in (1, 2, 3):
+            new_page()
+            put(f"1.{s} Counting Things", 16, font=BOLD)
+            prose(3)
+            put("Exercises", 13, font=BOLD)
+            for k in range(1, 5):
+                q, a = _problem(rng, k)
+                put(f"{k}. {q}")
+                items.append(LayoutItem(f"1.{s}#{k}", q, a))
+        new_page()
+        put("Appendix B Solutions to Exercises", 16, font=BOLD)
+        state["y"] += 10
+        for it in items:  # one key list, the section headings lost
+            s, k = it.key.split("#")
+            put(f"{s}.{k}. {it.answer}.")
+    else:
+        raise ValueError(layout)
+    doc.save(path)
+    doc.close()
+    return Path(path), items
