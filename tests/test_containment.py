@@ -383,3 +383,16 @@ def test_hostile_reference_through_code_problems(backend, victim, tmp_path):
     assert res.exit_code == 0, res.output
     assert untouched(victim), sorted(p.name for p in victim.iterdir())
     assert [r["id"] for p in (out / "data").glob("*.parquet") for r in read_rows(p)] == ["add"]
+
+
+@each_backend
+def test_full_quota_before_the_next_command(backend):
+    """A program fills its quota, then the host has to pass stdin to the next command."""
+    sb = sandbox_or_skip(backend)
+    with sb.session(limits=TIGHT.with_(disk_bytes=4 << 20)) as s:
+        assert s.run("head -c 8000000 /dev/zero > fill").status == Status.OLE
+        r = s.run("cat", stdin="x" * 100_000)
+        assert r.status in (Status.OK, Status.OLE), r  # a pipe needs no disk; a file does
+        # A hard link to a host file cannot be made: the scratch is its own filesystem.
+        r = s.run("rm -f fill; ln /etc/passwd hl")
+        assert not r.ok and s.read_files(["hl"]) == {}, r

@@ -104,7 +104,11 @@ class DockerSession(HostSession):
         limits = limits or self.limits
         script = command if isinstance(command, str) else " ".join(_quote(a) for a in command)
         if stdin is not None:  # exec has no stdin pipe in the SDK's simple path: go through a file
-            self.write_files({".stdin": stdin})
+            try:
+                self.write_files({".stdin": stdin})
+            except OSError as e:  # the program filled its quota in an earlier command
+                status = Status.OLE if self.scratch.full() else Status.ERROR
+                return Result(status, None, detail=f"cannot pass stdin: {e.strerror}")
             script = f"( {script}\n) < /work/.stdin"
         cpu = math.ceil(limits.cpu_limit_s)
         # Soft CPU limit only (SIGXCPU -> TLE; soft == hard would be a bare SIGKILL). `kill -9 -1`
