@@ -144,10 +144,7 @@ def summarize(rows: list[tuple[dict, dict]]) -> dict:
 
 
 def evaluate(runs_prefix: str, split: str, books: list[str] | None = None) -> dict:
-    labels = load_labels(split)
-    per_book: dict[str, list] = defaultdict(list)
-    for lab in labels:
-        per_book[lab["book"]].append(lab)
+    per_book = _by_book(load_labels(split))
     report, pooled = {}, []
     for book, labs in sorted(per_book.items()):
         if books and book not in books:
@@ -164,14 +161,76 @@ def evaluate(runs_prefix: str, split: str, books: list[str] | None = None) -> di
     return report
 
 
+def taxonomy_accuracy(runs_prefix: str, split: str, prior: float, books: list[str] | None = None) -> dict:
+    """Domain / topic accuracy of the taxonomy stage on every labeled item (kept or not), classified
+    with the other answered items of its uncurated run as the stage sees a shard: the document prior
+    (`prior`, 0 = off) included."""
+    import asyncio
+
+    import pyarrow.parquet as pq
+
+    from rlclimb.pipelines.stage import StageContext
+    from rlclimb.stages.curate.parts import split_parts
+    from rlclimb.stages.curate.taxonomy import TaxonomyStage
+
+    stage = TaxonomyStage(document_prior=prior, with_heading=prior > 0, min_similarity=0.0)
+    stage.setup(StageContext())
+    out: dict = {}
+    pairs_all = []
+    for book, labs in sorted(_by_book(load_labels(split)).items()):
+        if books and book not in books:
+            continue
+        run = Path(f"{runs_prefix}raw-{BOOK_FILES[book]}")
+        rows = [r for f in sorted(glob.glob(str(run / "data" / "*.parquet"))) for r in pq.read_table(f).to_pylist()
+                if (r.get("answer") or "").strip()]
+        records = []
+        for r in rows:  # split into parts as curation does, so part labels find their part
+            parts = split_parts(r["question"], r["answer"])
+            for k, q, a in parts or [(None, r["question"], r["answer"])]:
+                src = {**r["source"], "number": f"{r['source']['number']}({k})" if k else r["source"]["number"]}
+                records.append({**r, "question": q, "answer": a, "source": src})
+
+        async def run_all(recs=records):
+            return await asyncio.gather(*(stage.process(dict(x), StageContext()) for x in recs))
+
+        results = asyncio.run(run_all())
+        pairs = []
+        for lab in labs:
+            rec = find(lab, records)
+            if rec is not None:
+                pairs.append((lab["topic"], "/".join(results[records.index(rec)]["topic"])))
+        pairs_all += pairs
+        out[book] = _accuracy(pairs)
+    out["ALL"] = _accuracy(pairs_all)
+    return out
+
+
+def _accuracy(pairs: list[tuple[str, str]]) -> dict:
+    n = len(pairs) or 1
+    return {"n": len(pairs), "domain": round(sum(a.split("/")[0] == b.split("/")[0] for a, b in pairs) / n, 3),
+            "topic": round(sum(a == b for a, b in pairs) / n, 3),
+            "wrong_domains": dict(Counter(b.split("/")[0] for a, b in pairs if a.split("/")[0] != b.split("/")[0]))}
+
+
+def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for lab in labels:
+        out[lab["book"]].append(lab)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
     ap.add_argument("--split", default="dev", choices=["dev", "heldout", "all"])
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--taxonomy", action="store_true", help="also: the taxonomy stage on every labeled item, prior off and on")
     args = ap.parse_args()
     report = evaluate(args.runs, args.split, args.book)
+    if args.taxonomy:
+        report["taxonomy (no document prior)"] = taxonomy_accuracy(args.runs, args.split, 0.0, args.book)
+        report["taxonomy (document prior)"] = taxonomy_accuracy(args.runs, args.split, 1.0, args.book)
     print(f"split: {args.split}  runs: {args.runs}cur-*")
     for book, r in report.items():
         print(f"\n[{book}]")

@@ -3,7 +3,7 @@
 Input: a QA dataset as Parquet (e.g. a previous run's `data/` directory), or QA dumps as JSONL,
 which are imported, normalized and validated first (the qa-jsonl stages).
 Stages, cheap rules first and the embedding-bound taxonomy last:
-  cleanup -> split_parts -> question_type -> verifiable -> pii -> evergreen -> convert -> leakage -> taxonomy
+  cleanup -> split_parts -> question_type -> verifiable -> usability -> pii -> evergreen -> convert -> leakage -> taxonomy
 Each stage has `method: embedded` (default, no model) or `method: llm`; with `llm`, conversion runs
 `convert.runs` times (3) behind a consensus stage. `<stage>.enabled=false` leaves a stage out.
 `qa-jsonl`, `textbook-pdf` and `qa-markdown` append the same stages with `--set curate=true`.
@@ -21,6 +21,7 @@ from rlclimb.stages.curate.parts import SplitParts
 from rlclimb.stages.curate.pii import PIIStage
 from rlclimb.stages.curate.qtype import QuestionTypeStage
 from rlclimb.stages.curate.taxonomy import TaxonomyError, TaxonomyStage
+from rlclimb.stages.curate.usability import UsabilityStage
 from rlclimb.stages.curate.verifiable import VerifiableStage
 
 from ..engine import Pipeline
@@ -28,7 +29,7 @@ from ..readers import InputError, ParquetReader
 from ..stage import Stage
 from . import ConfigError, configure
 
-CURATE_STAGES = [CleanupStage, SplitParts, QuestionTypeStage, VerifiableStage, PIIStage, EvergreenStage, ConvertStage,
+CURATE_STAGES = [CleanupStage, SplitParts, QuestionTypeStage, VerifiableStage, UsabilityStage, PIIStage, EvergreenStage, ConvertStage,
                  LeakageStage, TaxonomyStage]
 CURATE_NAMES = {cls.name for cls in CURATE_STAGES}
 

@@ -25,12 +25,16 @@ _PATTERNS = [
     (r"\bcurrently\b|\bat\s+present\b|\bnowadays\b|\bas\s+of\s+(?:now|today|this\s+year|\d{4})\b|\bright\s+now\b|\bto\s+date\b", "time word"),
     (r"\bcurrent\s+(?:[A-Z][\w.]*\s+){0,2}(?:" + _ROLE + r"|record|world\s+record|holder|version|release|population|price|rate|value\s+of\s+(?:the\s+)?(?:stock|dollar|euro|bitcoin)"
      r"|members?|membership|number\s+of\s+(?:countries|members|states|people|users)|edition|standings|ranking|year|age|interest\s+rate|inflation)\b", "current X"),
-    (r"\b(?:the\s+)?(?:latest|newest|most\s+recent)\s+(?!heat\b)\w+", "latest X"),
-    (r"\b(?:this|next|last)\s+(?:year|month|season|decade)\b|\brecent(?:ly)?\b", "relative time"),
+    # only things that have newer releases: "the latest start time" (critical path) and "the most
+    # recent common ancestor" are terms of art
+    (r"\b(?:the\s+)?(?:latest|newest|most\s+recent)\s+(?:\w+\s+)?(?:version|release|model|edition|update|iphone|phone|album|film|movie"
+     r"|book|novel|census|data|figures|statistics|news|election|winner|champion|record|report|survey|season|generation|standard|president)s?\b", "latest X"),
+    (r"\b(?:this|next|last)\s+(?:year|month|season|decade)\b|\brecent(?:ly)?\b(?!\s+common\s+ancestor)", "relative time"),
     (r"\bwho\s+(?:is|are)\s+(?:the\s+)?(?:current\s+)?" + _ROLE + r"\b", "office holder"),
     (r"\b(?:world|olympic|national)\s+record\b|\bholds?\s+the\s+record\b|\brecord\s+holder\b", "record holder"),
     (r"\b(?:tallest|largest|biggest|richest|most\s+(?:popular|valuable|populous|visited|subscribed))\s+(?:building|company|companies|city|cities|country|person|people|website|app|stock|tower|bank|airport|stadium)\b", "superlative that changes"),
-    (r"\bpopulation\s+of\s+(?!(?:bacteria|cells|a\s+|the\s+(?:colony|culture|sample|bacteria)))", "population"),
+    # a place's population drifts; "a population of 500 rabbits" is the problem's own data
+    (r"\bpopulation\s+of\s+(?:the\s+)?(?:world|earth|(?-i:[A-Z])\w+)", "population"),
     (r"\bhow\s+many\s+(?:countries|member\s+states|states|people|users|subscribers|employees|moons|satellites)\s+(?:are|does|do|have|has)\s+(?:there\s+)?(?:in|on|at)?\s*(?:the\s+)?(?:EU|European\s+Union|UN|United\s+Nations|NATO|world|Earth|Jupiter|Saturn|company)?", "count that changes"),
     (r"\b(?:price|cost|exchange\s+rate|stock\s+price|market\s+cap(?:italization)?)\s+of\s+(?:a\s+|an\s+|one\s+)?(?:bitcoin|gold|oil|the\s+dollar|the\s+euro|[A-Z]\w+\s+(?:stock|shares))", "market price"),
     (r"\bhow\s+old\s+is\s+[A-Z]\w+", "age of a person"),
@@ -40,6 +44,15 @@ _TIME_SENSITIVE = [(re.compile(p, re.I), label) for p, label in _PATTERNS]
 _PHYSICS_CURRENT = re.compile(r"\bcurrent\s+(?:through|in\s+the|flowing|density|source|of\s+\S+\s*(?:A|mA|amperes?|amps?)\b|divider|loop|gain|law|I\b)", re.I)
 _SELF_DATED = re.compile(r"\b(?:today|this\s+year)\s+is\b|\bsuppose\s+(?:that\s+)?(?:today|this\s+year)\b|\bif\s+(?:today|this\s+year)\b", re.I)
 _RECENT_MATH = re.compile(r"\b(?:latest|most\s+recent)\s+(?:time|term|step|iteration|estimate|value|measurement|reading|observation|deposit|payment)\b", re.I)
+
+
+_STATES_DATA = re.compile(r"\d")
+
+
+def _sentence_at(text: str, i: int) -> str:
+    start = max(text.rfind(c, 0, i) for c in ".?!\n") + 1
+    ends = [j for j in (text.find(c, i) for c in ".?!\n") if j >= 0]
+    return text[start : min(ends) if ends else len(text)]
 
 
 def time_sensitivity(question: str) -> str | None:
@@ -54,6 +67,8 @@ def time_sensitivity(question: str) -> str | None:
                 continue
             if label in ("latest X", "relative time") and _RECENT_MATH.match(text, m.start()):
                 continue
+            if label == "relative time" and _STATES_DATA.search(_sentence_at(text, m.start())):
+                continue  # "Last year a store sold 120 bikes ...": the problem gives its own numbers
             return f"{label}: {phrase.strip()!r}"
     return None
 
@@ -80,7 +95,7 @@ Reply with JSON: {{"time_sensitive": true/false, "reason": "one short phrase"}}"
 
 class EvergreenStage(CurateStage):
     name = "evergreen"
-    version = "1"
+    version = "2"
     Config = EvergreenConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -42,6 +42,15 @@ def _contains(haystack: str, needle: str) -> bool:
     return re.search(left + re.escape(needle) + right, haystack) is not None
 
 
+# "Which of the following tables form a group?" answered "a group" / "not a group": the property a
+# question asks about is named in it; the answer says whether it holds, which gives nothing away
+_PROPERTY_ASK = re.compile(r"[^.?!\n]*\b(?:which|whether|is|are|does|do|can|form|forms|determine)\b[^.?!\n]*\?")
+
+
+def _without_asked_property(question: str) -> str:
+    return _PROPERTY_ASK.sub(" ", question)
+
+
 def _cue_pattern(answer: str) -> re.Pattern:
     a = re.escape(answer.strip())
     return re.compile(rf"(?:\banswer\s*(?:is|:|=)|\bans\.?\s*[:=]?|\bsolution\s*(?:is|:))\s*\$?\s*{a}(?!\w|\.\d)", re.I)
@@ -67,7 +76,7 @@ def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4
     inline_choice = bool(_INLINE_CHOICE.search(question))
     if not inline_choice and len(ans) >= min_chars:
         if answer_type == "text":
-            a, q = normalize_text_answer(ans), normalize_text_answer(question)
+            a, q = normalize_text_answer(ans), normalize_text_answer(_without_asked_property(question))
             if len(a) >= min_chars and _contains(q, a):
                 return f"the question contains the answer {ans[:60]!r}"
         else:  # a plain number ("12", "\frac{1}{2}") in the question is usually data; a closed form is not
@@ -113,7 +122,7 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "1"
+    version = "2"
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

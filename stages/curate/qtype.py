@@ -92,6 +92,18 @@ def multi_part(question: str, answer: str) -> bool:
     return len(options) >= 2 and sum(bool(_TASK.match(o) or o.rstrip().endswith("?")) for o in options) >= 2
 
 
+# "This is false.", "The statement is also true: ..." (textbook keys answer true/false items so)
+_VERDICT_LEAD = re.compile(r"^\W*(?:this|it|that|the\s+(?:statement|claim|assertion))\s+is\s+(?:also\s+)?(true|false)\b", re.I)
+
+
+def verdict_value(answer: str) -> bool | None:
+    """The yes/no an answer gives: "Yes", "False.", "No, because ...", "This is also false, ..."."""
+    value = boolean_value(answer)
+    if value is None and (m := _VERDICT_LEAD.match(answer)):
+        value = m.group(1).lower() == "true"
+    return value
+
+
 def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
     """The embedded rules: options first (unless they are an exercise's parts), then true/false,
     then proof, else open."""
@@ -102,6 +114,8 @@ def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
         return "true_false", []
     if _YES_NO_START.match(question) and boolean_value(answer) is not None:
         return "true_false", []
+    if re.search(r"\bprove\s+or\s+disprove\b", question, re.I) and verdict_value(answer) is not None:
+        return "true_false", []  # answered by its verdict: "Prove or disprove: ... — True."
     proof = _PROOF.search(question)
     if proof and not _COMPUTE_ASK.search(question[proof.end() :]):
         return "proof", []
@@ -109,10 +123,10 @@ def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
 
 
 def _canonical_boolean(answer: str, question: str) -> str:
-    value = boolean_value(answer)
+    value = verdict_value(answer)
     if value is None:
         return answer
-    if re.search(r"\b(?:true|false)\b", question, re.I):
+    if re.search(r"\b(?:true|false)\b|\bprove\s+or\s+disprove\b", question, re.I):
         return "True" if value else "False"
     return "Yes" if value else "No"
 
@@ -156,7 +170,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "2"
+    version = "3"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

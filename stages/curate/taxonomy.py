@@ -71,17 +71,18 @@ def load_taxonomy(path: str | None) -> tuple[dict[str, dict[str, dict[str, Any]]
 
 
 class _Batcher:
-    """Coalesces the texts of concurrently awaiting records into one encode call."""
+    """Coalesces the texts of concurrently awaiting records into one encode call. `encode` gets
+    the texts and their documents and returns one result per text."""
 
     def __init__(self, encode, max_batch: int):
         self.encode, self.max_batch = encode, max_batch
-        self.pending: list[tuple[str, asyncio.Future]] = []
+        self.pending: list[tuple[tuple[str, str], asyncio.Future]] = []
         self.scheduled = False
 
-    async def submit(self, text: str):
+    async def submit(self, text: str, document: str = ""):
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self.pending.append((text, future))
+        self.pending.append(((text, document), future))
         if len(self.pending) >= self.max_batch:
             self.flush()
         elif not self.scheduled:  # runs after every record already started has submitted
@@ -95,13 +96,13 @@ class _Batcher:
         if not batch:
             return
         try:
-            vectors = self.encode([t for t, _ in batch])
+            results = self.encode([t for t, _ in batch])  # each t: (text, document)
         except Exception as e:
             for _, f in batch:
                 if not f.done():
                     f.set_exception(e)
             return
-        for (_, f), v in zip(batch, vectors, strict=True):
+        for (_, f), v in zip(batch, results, strict=True):
             if not f.done():
                 f.set_result(v)
 
@@ -110,6 +111,11 @@ class TaxonomyConfig(CurateConfig):
     path: str | None = None  # taxonomy YAML; default: the packaged stages/data/taxonomy.yaml
     backend: Backend = "minilm"  # rlclimb.stages.embedding backend (minilm, minilm-int8, static)
     min_similarity: float = 0.2  # below: unknown topic (~4% of the STEM items in tests/data/curate_*.jsonl; half the non-STEM ones)
+    # Document context: the section heading is read with the question, and the mean topic scores
+    # of the other items of the same document (in the batch) are added with this weight: a book on
+    # abstract algebra makes "groups of order 8" algebra, not chemistry. 0 turns the prior off.
+    document_prior: float = 1.0
+    with_heading: bool = True
     unknown: Literal["other", "drop"] = "other"
     batch_size: int = 128
     max_chars: int = 1000  # of the question, embedded
@@ -128,7 +134,7 @@ Reply with JSON: {{"path": "domain/subtopic"}}"""
 
 class TaxonomyStage(CurateStage):
     name = "taxonomy"
-    version = "1"
+    version = "2"
     Config = TaxonomyConfig
     concurrency = 1024  # records in flight per shard: the batcher's supply
 
@@ -176,19 +182,50 @@ class TaxonomyStage(CurateStage):
     def _encode(self, texts: list[str]):
         return self.model.encode(texts)  # L2-normalized float32: inner product = cosine
 
-    def classify_vectors(self, vectors) -> list[tuple[str, float]]:
-        """(path, score) for each embedded question. A subtopic's score is the mean of the cosine
-        to its description and the cosine to its closest anchor (description or example): the
-        description keeps the scope, examples catch phrasing (this beat max-only by 8 points of
-        subtopic accuracy on tests/data/curate_labeled.jsonl)."""
+    def subtopic_scores(self, vectors):
+        """Per embedded question, a score per subtopic: the mean of the cosine to its description
+        and the cosine to its closest anchor (description or example): the description keeps the
+        scope, examples catch phrasing (this beat max-only by 8 points of subtopic accuracy on
+        tests/data/curate_labeled.jsonl)."""
         import numpy as np
 
         sims = vectors @ self.anchor_vectors.T  # all normalized: cosine
         best = np.full((len(vectors), len(self.paths)), -1.0)
         np.maximum.at(best.T, self.anchor_owner, sims.T)  # per subtopic: its closest anchor
-        score = 0.5 * best + 0.5 * sims[:, self.description_index]
-        top = score.argmax(axis=1)
+        return 0.5 * best + 0.5 * sims[:, self.description_index]
+
+    def classify_vectors(self, vectors, documents: list[str] | None = None) -> list[tuple[str, float]]:
+        """(path, similarity) for each embedded question; with `documents`, the document prior
+        (mean scores of the other items of the same non-empty document) is added before the argmax.
+        The similarity reported is the question's own score, which `min_similarity` applies to."""
+        import numpy as np
+
+        score = self.subtopic_scores(vectors)
+        total = score
+        if documents is not None and self.config.document_prior:
+            total = score.copy()
+            docs = np.array(documents, dtype=object)
+            for doc in set(documents) - {""}:
+                rows = np.flatnonzero(docs == doc)
+                if len(rows) < 2:
+                    continue
+                others = (score[rows].sum(axis=0)[None, :] - score[rows]) / (len(rows) - 1)  # leave-one-out
+                total[rows] += self.config.document_prior * others
+        top = total.argmax(axis=1)
         return [(self.paths[t], float(score[i, t])) for i, t in enumerate(top)]
+
+    def _encode_and_classify(self, items: list[tuple[str, str]]) -> list[tuple[str, float]]:
+        vectors = self._encode([t for t, _ in items])
+        return self.classify_vectors(vectors, [d for _, d in items])
+
+    def _text(self, record: Record) -> str:
+        question = record["question"][: self.config.max_chars]
+        if not self.config.with_heading:
+            return question
+        import json
+
+        heading = json.loads(record.get("meta") or "{}").get("section_title")
+        return f"{heading}: {question}" if heading else question
 
     def process(self, record: Record, ctx: StageContext) -> Any:
         if self.config.method == "llm":
@@ -199,9 +236,9 @@ class TaxonomyStage(CurateStage):
         loop_id = id(asyncio.get_running_loop())
         batcher = self._batchers.get(loop_id)
         if batcher is None:
-            batcher = self._batchers[loop_id] = _Batcher(self._encode, self.config.batch_size)
-        vector = await batcher.submit(record["question"][: self.config.max_chars])
-        (path, similarity), = self.classify_vectors(vector[None, :])
+            batcher = self._batchers[loop_id] = _Batcher(self._encode_and_classify, self.config.batch_size)
+        document = str((record.get("source") or {}).get("document") or "")
+        path, similarity = await batcher.submit(self._text(record), document)
         if similarity < self.config.min_similarity:
             if self.config.unknown == "drop":
                 return Drop("off_taxonomy", f"best topic {path} at similarity {similarity:.2f} < {self.config.min_similarity}")

@@ -38,7 +38,8 @@ _VARIES = re.compile(
     re.I,
 )
 _REFERENCE = re.compile(
-    r"^\s*(?:see|refer\s+to|check|consult|look\s+at)\b.{0,60}\b(?:solution|text|page|book|key|manual|below|above|figure|appendix|notes|chapter|section|website)\b"
+    r"^\s*(?:see|refer\s+to|check|consult|look\s+at)\b.{0,60}\b(?:solution|text|page|book|key|manual|below|above|figure|appendix|notes|chapter|section|website"
+    r"|theorem|lemma|proposition|corollary|example|exercise|remark|equation|definition)\b"
     r"|\b(?:solution|answer|proof)\s+(?:is\s+)?(?:omitted|not\s+(?:given|provided|shown)|in\s+the\s+(?:text|book|manual))\b"
     r"|\bleft\s+(?:as\s+an\s+exercise\s+)?(?:to|for)\s+the\s+(?:reader|student)\b|^\s*omitted\.?\s*$|^\s*see\s+(?:above|below)\.?\s*$",
     re.I,
@@ -53,6 +54,11 @@ _DISCUSSION = re.compile(
 _SUBJECTIVE = re.compile(r"\byour\s+(?:favou?rite|opinion|view|preference|feelings?)\b|\bdo\s+you\s+(?:think|prefer|like|believe|feel)\b"
                          r"|\bin\s+your\s+opinion\b", re.I)
 _MATHY = re.compile(r"[\d=\\^$]")
+# "Give an example ..., or explain why no such example is possible." answered "This is not possible, ...":
+# the verdict is the checkable answer (an example, the other outcome, is not: the usability stage)
+_OR_IMPOSSIBLE = re.compile(r"\b(?:or|else)\s+(?:explain|show|prove|say)\s+why\s+(?:no\s+such|this\s+is\s+not|it\s+is\s+not)"
+                            r"|\bor\s+show\s+that\s+no\s+(?:such\s+)?example", re.I)
+_IMPOSSIBLE = re.compile(r"^\W*(?:this|that|it|such\s+an?\s+\w+)\s+is\s+(?:not|im)\s*possible\b", re.I)
 
 
 def _words(text: str) -> int:
@@ -94,7 +100,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "2"
+    version = "3"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -119,6 +125,10 @@ class VerifiableStage(CurateStage):
             return Drop("choice_answer_unresolved", f"answer {a[:60]!r} names none of the options")
         if qtype in ("multiple_choice", "true_false"):
             record["answer_type"] = infer_answer_type(a, choices=record.get("choices") or [], question_type=qtype)
+            return record
+        if _OR_IMPOSSIBLE.search(q) and _IMPOSSIBLE.match(a):
+            record = self._use_final(record, "Not possible")
+            record["answer_type"] = "text"
             return record
         if _SUBJECTIVE.search(q) or _DISCUSSION.match(q) and _words(a) > 8:
             return Drop("open_discussion", "a discussion question with a prose answer")

@@ -1,0 +1,289 @@
+"""Usability: is the gold answer a usable answer to this question, as the text now reads?
+
+Textbook answer keys give hints instead of answers, answer one part of a multi-question
+exercise, carry a sibling part's answer, point elsewhere, or ask for an example anyone can
+give; PDF text layers flatten exponents, fractions and vectors so that the question no longer
+says what the answer answers (`x5 −1` for x^5 − 1, `A {1, 2}` for A = {1, 2}). Each check below
+returns a reason, the evidence, and whether it is sure:
+
+- `hint_answer`: the answer advises instead of answering ("Look at (2x + 1).", "Show that the
+  kernel ... is SO(n).", a question back); a "Hint." marker alone is not enough (some keys label
+  every entry so), the content decides;
+- `part_mismatch`: the answer carries another part's label ("{1, 3, 7, 9}; (j) ...") or text
+  that is not an answer (a heading of the key);
+- `partial_answer`: the question asks to prove and to find, and the answer is the proof part;
+- `open_ended`: the question asks for an example or a construction and the answer gives one;
+  "draw / sketch" tasks (`not_checkable`);
+- `layout_damaged`: flattened superscripts (a letter both bare and with glued digits in one
+  polynomial, `)−1`, `(ab)2`, `= ex`), lost relation signs (`A {1, 2}`), flattened vectors and
+  fractions (`1 2 −1 0 T`, `d dx`), detached vector arrows, control or private-use glyphs;
+- `not_checkable`: a prose answer too long for the answer checker to compare.
+
+Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
+with a `maybe_` prefix). The LLM path asks the model only about the items with unsure findings;
+its prompt is a versioned file (stages/data/prompts/usability.v1.txt).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel
+
+from rlclimb.pipelines.stage import Drop, Record, StageContext
+
+from .common import Action, CurateConfig, CurateStage, flag, kept
+
+
+@dataclass(frozen=True)
+class Finding:
+    reason: str
+    detail: str
+    sure: bool
+
+
+# ---- hints and advice ----------------------------------------------------------------------------
+
+_HINT_MARKER = re.compile(r"^\s*(?:\*\*)?hints?\s*(?:\*\*)?\s*[.:]\s*", re.I)
+_ADVICE = re.compile(
+    r"^\s*(?:use|try|look\s+at|consider|pick|choose|think|recall|remember|note\s+that|notice|observe|apply|start"
+    r"|begin|first\s*,|compare|examine|calculate|compute|count|show\s+that|prove\s+that|verify\s+that|check\s+that"
+    r"|it\s+suffices|you\s+(?:may|can|might|should|will|need)|we\s+(?:may|can|need)|what\s+(?:is|are|about|if)"
+    r"|how\s+(?:many|about)|why|define|find\s+(?:a|an|the)|draw|sketch|write\s+down|let\s+us|follow)\b",
+    re.I,
+)
+_ANY_WORKS = re.compile(r"\b(?:almost\s+)?any\s+(?:\w+\s+){0,3}(?:will|would|should)\s+(?:work|do)\b", re.I)
+
+
+def hint_answer(answer: str) -> Finding | None:
+    marked = bool(_HINT_MARKER.match(answer))
+    body = _HINT_MARKER.sub("", answer, count=1).strip()
+    if _ANY_WORKS.search(body):
+        return Finding("open_ended", f"{_ANY_WORKS.search(body).group(0)!r}", True)
+    if body.endswith("?"):
+        return Finding("hint_answer", "the answer is a question", True)
+    m = _ADVICE.match(body)
+    if m:
+        return Finding("hint_answer", f"the answer advises: {m.group(0).strip()!r}", True)
+    if marked:
+        return Finding("hint_answer", "marked as a hint", False)
+    return None
+
+
+# ---- parts ---------------------------------------------------------------------------------------
+
+_SIBLING_LABEL = re.compile(r"(?:^|[;,.]\s*|\s)\(([a-z]|ii|iii|iv|vi{1,3})\)\s+\S")
+_KEY_HEADING = re.compile(r"\b(?:solutions?|answers?|hints?)\s+(?:for|to)\s+(?:section|chapter|exercises?)\b"
+                          r"|\bsection\s+\d+(?:\.\d+)+\s+\d+(?:\.\d+)+\.", re.I)
+
+
+def part_mismatch(question: str, answer: str, part: str | None) -> Finding | None:
+    m = _KEY_HEADING.search(answer)
+    if m:
+        return Finding("part_mismatch", f"the answer runs into the key: {m.group(0)!r}", True)
+    labels = [x.group(1) for x in _SIBLING_LABEL.finditer(answer)]
+    if part and any(lab != part for lab in labels):
+        return Finding("part_mismatch", f"the answer to ({part}) carries ({labels[0]})", True)
+    if not part and labels and not re.search(r"\(([a-h])\)", question):
+        return Finding("part_mismatch", f"the answer has part ({labels[0]}), the question has no parts", True)
+    return None
+
+
+_PROVE = re.compile(r"\b(?:prove|show)\s+that\b", re.I)
+_FIND = re.compile(r"(?:^|[.?]\s+)(?:find|compute|determine|calculate|what\s+is|what\s+are|give)\b", re.I)
+_PROOF_TALK = re.compile(r"^\s*(?:since|because|suppose|assume|let|if|we|to\s+show|note|observe|by|first)\b", re.I)
+
+
+_YES_NO = re.compile(r"^\s*(?:is|are|does|do|can|could|must|will|would|has|have|should)\b", re.I)
+_ASK_SENTENCE = re.compile(r"^\s*(?:find|compute|calculate|determine|evaluate|what|which|how|list|give|describe|express|is|are|does|do|can|must)\b", re.I)
+
+
+def _sentences(text: str) -> list[str]:
+    return [x for x in re.split(r"(?<=[.?!])\s+|\n+", text) if x.strip()]
+
+
+def partial_answer(question: str, answer: str) -> Finding | None:
+    """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
+    the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
+    without its yes or no."""
+    from .qtype import verdict_value
+
+    if _PROVE.search(question) and _FIND.search(question) and _PROOF_TALK.match(answer):
+        return Finding("partial_answer", "the question asks to prove and to find; the answer argues", True)
+    sentences = _sentences(question)
+    asks = [x for x in sentences if _ASK_SENTENCE.match(x) or x.rstrip().endswith("?")]
+    last = next((x for x in reversed(sentences) if x.rstrip().endswith("?")), None)
+    if last and _YES_NO.match(last) and verdict_value(answer) is None and len(answer.split()) > 3:
+        return Finding("partial_answer", f"a yes/no question ({last[:40]!r}) answered without yes or no", True)
+    if len(asks) >= 2:
+        named = set(re.findall(r"\b[A-Z][A-Za-z]?\d+\b", asks[-1])) - set(re.findall(r"\b[A-Z][A-Za-z]?\d+\b", asks[0]))
+        missing = [x for x in named if x not in answer]
+        if missing:
+            return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
+        if len(answer) < 200:
+            return Finding("partial_answer", f"{len(asks)} asks, one short answer", False)
+    return None
+
+
+# ---- examples and drawings -------------------------------------------------------------------------
+
+_EXAMPLE_ASK = re.compile(r"\b(?:give|find|construct|make\s+up|produce|write\s+down|provide|exhibit)\s+"
+                          r"(?:an?\s+|one\s+|two\s+|some\s+)?(?:explicit\s+|simple\s+)?(?:examples?|counterexamples?|instances?)\b"
+                          r"|\bmake\s+up\b|\bgive\s+examples?\b|\bexamples?\s+as\s+follows\b", re.I)
+_EXAMPLE_GIVEN = re.compile(r"\bfor\s+example\b|\bhere\s+is\s+one\b|\bone\s+(?:such\s+)?example\b|\be\.g\.|\bsuch\s+as\b"
+                            r"|\bthe\s+simplest\s+example\b|\bone\s+such\b|\bare\s+possible\b|^\s*(?:let|take|put)\b", re.I)
+_NOT_POSSIBLE = re.compile(r"\b(?:not|no|never|im)\s*possible\b|\bno\s+such\b|\bcannot\s+exist\b|\bdoes\s+not\s+exist\b", re.I)
+_DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\band\s+)(?:draw|sketch|plot|illustrate|shade)\b", re.I)
+
+
+def open_ended(question: str, answer: str) -> Finding | None:
+    if _DRAW.search(question):
+        return Finding("not_checkable", "a drawing task", True)
+    if _EXAMPLE_ASK.search(question) and not _NOT_POSSIBLE.search(answer[:120]):
+        sure = bool(_EXAMPLE_GIVEN.search(answer[:200]))
+        return Finding("open_ended", "asks for an example" + ("; one of many is given" if sure else ""), sure)
+    return None
+
+
+# ---- notation damage --------------------------------------------------------------------------------
+
+_GLUED = re.compile(r"(?<![A-Za-z\d.])(\d*)([a-z])(\d+)(?![\w(])")  # "5x2", "x4", "c1"
+_BARE = r"(?<![A-Za-z\\]){l}(?![A-Za-z\d])"
+_INVERSE = re.compile(r"(?:\)|(?<![A-Za-z])[A-Z])[−-]1(?!\d|[.,]\d|\s*[\w(=])")  # "(1 + i)−1", "A−1" (not "n −1", not a restated "A−1 =")
+_PAREN_POWER = re.compile(r"\)[2-9](?![\d.,])(?=\s|$|[=+−\-])")  # "(ab)2 = e"
+_EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)")  # "f(x) = ex", "e−x"
+_LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-Z]\)|(?<!\([a-z])\))\s+(?:\{(?!\s*\})|∅)|\|[A-Za-z∩∪ ]+\|\s+\d")
+_FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
+_FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z](?![\w(])")
+_DETACHED_ARROW = re.compile(r"\u20d7(?=\s)|(?<=\s)\u20d7\s")
+_BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]")
+_FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
+_BIG_BASE = re.compile(r"\b\d{6,}\s*\(mod\b")
+
+
+def _flattened_powers(text: str) -> str | None:
+    """A letter that is both bare and glued to digits, with an attached coefficient or other powers,
+    in the same run of math: `x5 −1 = (x+1)(x4 +x3 ...)`, `5x2 + 3x −4`, `x4 −2x2 + 25`. Subscripts
+    glue digits too (`c1 f1 + c2 f2`), but a subscripted letter is seldom also bare or multiplied."""
+    glued: dict[str, list[tuple[str, str]]] = {}
+    for m in _GLUED.finditer(text):
+        glued.setdefault(m.group(2), []).append((m.group(1), m.group(3)))
+    for letter, uses in glued.items():
+        coefficient = any(c for c, _ in uses)
+        suffixes = {s for _, s in uses}
+        bare = re.search(_BARE.format(l=letter) + r"\s*[+−\-)]|[+−\-(]\s*\d*" + _BARE.format(l=letter), text)
+        if (bare and (coefficient or len(suffixes) >= 2)) or (coefficient and len(suffixes) >= 2 and "1" not in suffixes):
+            return f"{letter}{sorted(suffixes)[-1]}"
+    return None
+
+
+def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
+    """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
+    a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
+    found: list[Finding] = []
+    for where, text in (("question", question), ("answer", answer)):
+        if "\\begin{" in text:  # rebuilt matrices: their entries are laid out already
+            text = re.sub(r"\\begin\{(\w+)\}.*?\\end\{\1\}", " M ", text, flags=re.S)
+        checks = [("control or private-use glyphs", _BAD_GLYPHS), ("a vector arrow apart from its letter", _DETACHED_ARROW),
+                  ("an inverse flattened", _INVERSE), ("a power flattened", _PAREN_POWER), ("e^x flattened", _EXP_E),
+                  ("a relation sign lost", _LOST_RELATION), ("a vector flattened", _FLAT_VECTOR),
+                  ("a fraction flattened", _FLAT_FRACTION), ("numbers without layout", _FLAT_NUMBERS)]
+        for what, pattern in checks:
+            m = pattern.search(text)
+            if m:  # a lost "=" in a question's definitions ("Let A {1, 2}") still reads; in an answer it does not compare
+                sure = not (pattern is _LOST_RELATION and where == "question")
+                found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", sure))
+        power = _flattened_powers(text)
+        if power:
+            found.append(Finding("layout_damaged", f"{where}: superscripts flattened: {power!r}",
+                                 not (verdict and where == "question")))
+        if _BIG_BASE.search(text):
+            found.append(Finding("layout_damaged", f"{where}: an exponent may be glued to its base", False))
+    return next((f for f in found if f.sure), found[0] if found else None)
+
+
+# ---- checkability -----------------------------------------------------------------------------------
+
+
+def checkability(answer: str, answer_type: str | None, max_words: int) -> Finding | None:
+    """A text answer the checker compares as text: short names and verdicts only."""
+    if answer_type != "text":
+        return None
+    words = re.findall(r"[A-Za-z]{2,}", answer)
+    if len(words) > max_words:
+        return Finding("not_checkable", f"a prose answer of {len(words)} words", True)
+    if len(words) > max_words // 2:
+        return Finding("not_checkable", f"a prose answer of {len(words)} words", False)
+    return None
+
+
+def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
+    import json
+
+    q, a = record.get("question") or "", (record.get("answer") or "").strip()
+    part = json.loads(record.get("meta") or "{}").get("part")
+    out = [hint_answer(a), part_mismatch(q, a, part)]
+    if record.get("answer_type") not in ("boolean", "choice", "proof"):
+        out += [partial_answer(q, a), open_ended(q, a), checkability(a, record.get("answer_type"), max_text_words)]
+    out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
+    return [f for f in out if f is not None]
+
+
+# ---- the stage ----------------------------------------------------------------------------------------
+
+Reason = Literal["ok", "hint_answer", "part_mismatch", "partial_answer", "open_ended", "layout_damaged",
+                 "not_checkable", "reference_answer", "answer_mismatch"]
+
+
+class UsabilityConfig(CurateConfig):
+    on_sure: Action = "drop"
+    on_unsure: Action = "tag"  # tag `maybe_<reason>`; the LLM path decides these
+    max_text_words: int = 8  # a text answer longer than this is prose the checker cannot compare
+    prompt: str = "usability.v1.txt"  # in stages/data/prompts/
+
+
+class UsabilityReply(BaseModel):
+    usable: bool
+    reason: Reason
+    evidence: str = ""
+
+
+def load_prompt(name: str) -> str:
+    return (resources.files("rlclimb.stages") / "data" / "prompts" / name).read_text()
+
+
+class UsabilityStage(CurateStage):
+    name = "usability"
+    version = "1"
+    Config = UsabilityConfig
+
+    def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
+        found = findings(record, self.config.max_text_words)
+        for f in found:
+            if f.sure:
+                return flag(record, self.config.on_sure, f.reason, f.detail)
+        for f in found:
+            result = flag(record, self.config.on_unsure, f"maybe_{f.reason}", f.detail)
+            if isinstance(result, Drop):
+                return Drop(f.reason, f.detail)
+        return record
+
+    async def llm(self, record: Record, ctx: StageContext):
+        found = findings(record, self.config.max_text_words)
+        sure = next((f for f in found if f.sure), None)
+        if sure is not None:  # rules that are sure need no model
+            return flag(record, self.config.on_sure, sure.reason, sure.detail)
+        if not found:
+            return record
+        prompt = load_prompt(self.config.prompt).format(
+            question=record["question"], answer=record["answer"],
+            concerns="; ".join(f"{f.reason}: {f.detail}" for f in found))
+        reply, completion = await self.ask(ctx, prompt, UsabilityReply)
+        if not reply.usable:
+            reason = reply.reason if reply.reason != "ok" else found[0].reason
+            return Drop(reason, f"model: {reply.evidence[:200]}", model=completion.model, cost=completion.cost)
+        return kept(record, completion, reason="model: usable")
+
