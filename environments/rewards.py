@@ -45,14 +45,22 @@ def reasoning_text(completion: str) -> str:
     return _INLINE_MATH.sub(" ", _CODE_BLOCK.sub(" ", completion))
 
 
+def _greek(c: str) -> bool:
+    return "\u0370" <= c <= "\u03ff"
+
+
 def non_english_words(text: str) -> int:
     """Words that contain a letter outside ASCII (Cyrillic, Greek words, accented words...), plus
-    one per character of unspaced scripts (Chinese, Japanese, Korean, Thai)."""
+    one per character of unspaced scripts (Chinese, Japanese, Korean, Thai). A lone Greek letter,
+    alone or in a symbol like x_θ or Δx, is math (θ, π/2), not language."""
     unspaced = len(_UNSPACED.findall(text))
     rest = _UNSPACED.sub(" ", text)
-    return unspaced + sum(
-        1 for w in _WORD.findall(rest) if any(c.isalpha() and not c.isascii() for c in w)
-    )
+    count = unspaced
+    for word in _WORD.findall(rest):
+        foreign = [c for c in word if c.isalpha() and not c.isascii()]
+        if foreign and not (len(foreign) == 1 and _greek(foreign[0])):
+            count += 1
+    return count
 
 
 def language_reward(completion: str, alpha: float) -> float:

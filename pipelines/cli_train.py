@@ -10,6 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from .cli import app, apply_sets, console, fail, read_yaml_mapping
+from .readers import InputError
+from .rundir import claim_dir
 
 
 def grpo_settings(path: Path | None, sets: list[str]) -> dict[str, Any]:
@@ -82,9 +84,18 @@ def train(
             f"[yellow]{len(skipped)} rows skipped[/yellow] (first: {skipped[0]})", highlight=False
         )
 
+    try:  # never write into (or over) a directory rlclimb did not create
+        claim_dir(out, "train")
+    except InputError as e:
+        fail(str(e))
+
     from rlclimb.rl.models import ModelNotFound, load_causal_lm
     from rlclimb.rl.plot import plot_rewards
     from rlclimb.rl.trainer import Trainer
+
+    from .local_llm import _set_threads
+
+    _set_threads()  # torch's default (one thread per core) spin-waits on a shared machine
 
     progress = not quiet and sys.stderr.isatty()
     if not progress:  # transformers' own bars (loading, writing checkpoints)

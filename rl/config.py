@@ -19,7 +19,8 @@ class GRPOConfig(BaseModel):
     seed: int = 0
     steps: int = 30
     # -- problem sampling with early exit (SPEC: G_early 16, G 128, ranges below) --------------
-    prompts_per_step: int = 4  # groups kept per step (SPEC: a global batch of 7040 sequences)
+    prompts_per_step: int = 4  # groups kept per step = per inference update (SPEC: 275 x 128,
+    # five gradient steps of 7040 sequences)
     group_size: int = 8  # G: responses per prompt
     early_group_size: int = 4  # G_early: sampled first; 0 turns early exit off
     early_pass_range: tuple[float, float] = (0.05, 0.8)  # continue only if the early rate is in
@@ -36,6 +37,7 @@ class GRPOConfig(BaseModel):
     double_above_truncation: float = 0.3  # ... or when a step's truncation rate exceeds this
     # -- loss ------------------------------------------------------------------------------------
     aggregation: Aggregation = "token-mean"  # SPEC: token-level, normalized over the batch
+    # (true-sample-mean differs from sample-mean only with packed sequences, not built yet)
     eps: float = 0.6  # clip range [1 - eps, (1 - eps)^-1 + k]
     k_init: float = 0.0
     k_max: float = 2.5
@@ -44,6 +46,9 @@ class GRPOConfig(BaseModel):
     ratio_min: float = 0.0  # outer ratio clip, on all branches
     ratio_max: float = 50.0
     kl_coef: float = 0.0  # no KL term by default (a frozen reference copy is kept only if > 0)
+    is_cap: float = 2.0  # truncated importance weight min(pi_old / pi_sampler, is_cap) per token
+    # (corrects sampler/learner numerics, e.g. bf16 kernels; 0 turns it off)
+    logit_chunk_tokens: int = 8192  # learner logits computed this many tokens at a time
     # -- optimizer (SPEC: AdamW 0.95/0.95, eps 1e-15, no weight decay, constant LR 1e-6) -------
     # 1e-6 moves a 135M model too little in the few dozen steps a CPU run affords; 1e-5 shows a
     # trend in ~30 steps without collapsing it. Use `GRPOConfig.spec()` for GPU runs.
@@ -52,7 +57,7 @@ class GRPOConfig(BaseModel):
     adam_eps: float = 1e-15
     weight_decay: float = 0.0
     grad_clip: float = 1.0
-    minibatches: int = 1  # gradient steps per batch of rollouts (SPEC's async engine: 5)
+    minibatches: int = 1  # gradient steps per batch of rollouts (SPEC: 5 per inference update)
     micro_batch_size: int = 8  # sequences per forward/backward (memory, not math)
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 autocast on a bf16 GPU
     device: str = "auto"
@@ -82,16 +87,21 @@ class GRPOConfig(BaseModel):
     def clip_low(self) -> float:
         return 1.0 - self.eps
 
+    @property
+    def sequences_per_gradient_step(self) -> float:
+        return self.prompts_per_step * self.group_size / self.minibatches
+
     def clip_high(self, k: float) -> float:
         return 1.0 / (1.0 - self.eps) + k
 
     @classmethod
     def spec(cls, **overrides) -> GRPOConfig:
-        """SPEC.md section 6 at full scale (a GPU run)."""
+        """SPEC.md section 6 at full scale (a GPU run): 7040 sequences per gradient step, 5
+        gradient steps per inference update (a synchronous stand-in for SPEC's async engine)."""
         values = dict(
             group_size=128,
             early_group_size=16,
-            prompts_per_step=55,  # 55 x 128 = 7040 sequences
+            prompts_per_step=275,  # 275 x 128 = 35200 sequences = 5 x 7040
             max_new_tokens=8192,
             max_new_tokens_cap=131072,
             lr=1e-6,

@@ -8,8 +8,8 @@ kept or `sampling_rounds` run out.
 
 Curriculum: the last pass rate p of each prompt is kept; a prompt is drawn with weight
 (its mix weight) * max(4 p (1 - p), floor), unseen prompts with weight 1 * mix weight, so prompts
-near the model's edge come back and solved or hopeless ones rarely do. The same rates feed the
-length penalty (rho_q)."""
+near the model's edge come back and solved or hopeless ones rarely do. The length penalty's rho_q
+is not this stored rate but the current group's own (`score` sees the whole group)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def sample_groups(
     score: Callable[[Item, list[Sample]], None],
 ) -> Draw:
     """Collect up to cfg.prompts_per_step groups. `rollout(items, n)` returns n samples per item;
-    `score(item, samples)` sets each sample's reward, components and `passed`."""
+    `score(item, samples)` is given a prompt's whole group so far (the early samples, then all of
+    them) and sets each sample's reward, components and `passed` (grading each sample once)."""
     draw = Draw()
     used: set[str] = set()
     early = cfg.early_group_size
@@ -119,9 +120,9 @@ def sample_groups(
         if early and groups:  # the rest of each surviving group
             more = rollout([g.item for g in groups], cfg.group_size - early)
             for group, samples in zip(groups, more, strict=True):
-                score(group.item, samples)
                 draw.add(group.item, samples)
                 group.samples += samples
+                score(group.item, group.samples)  # rewards composed with the full group's rate
         for group in groups:
             sampler.record(group.item.id, group.pass_rate)
             if in_range(group.pass_rate, cfg.pass_range):

@@ -19,7 +19,8 @@ import json
 import random
 import shutil
 import time
-from contextlib import contextmanager, nullcontext
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,14 @@ import numpy as np
 import torch
 
 from rlclimb.environments.base import Environment, get_environment
+from rlclimb.environments.rewards import compose
 from rlclimb.schemas.records import Rollout
 
 from .config import GRPOConfig
 from .data import Item, split_eval
-from .loss import LossStats, clipped_objective, group_advantages, token_logprobs, token_weights
+from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
-from .rollout import Sample, generate
+from .rollout import Sample, body, generate
 from .sampler import Group, PromptSampler, sample_groups
 
 
@@ -69,6 +71,12 @@ class Trainer:
         self.out = Path(out)
         self.device = pick_device(cfg.device)
         self.autocast = pick_autocast(cfg.dtype, self.device)
+        if cfg.aggregation == "true-sample-mean":
+            warnings.warn(
+                "aggregation true-sample-mean: the trainer does not pack sequences, so every row "
+                "is one sample and this is exactly sample-mean",
+                stacklevel=2,
+            )
         torch.manual_seed(cfg.seed)
         self.model = model.to(self.device).eval()  # eval(): no dropout in RL updates either
         self.tokenizer = tokenizer
@@ -120,12 +128,15 @@ class Trainer:
         env.reward_config = self.cfg.reward.model_copy(update={"w_len": 0.0} if at_cap else {})
         return env
 
+    def prompt_text(self, item: Item) -> str:
+        """The full conversation (system and user messages) in the model's chat template."""
+        return self.tokenizer.apply_chat_template(
+            self.env(item.kind).messages(item.record), add_generation_prompt=True, tokenize=False
+        )
+
     def prompt_ids(self, item: Item) -> list[int]:
         if item.id not in self._prompts:
-            messages = self.env(item.kind).messages(item.record)
-            text = self.tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=False
-            )
+            text = self.prompt_text(item)
             self._prompts[item.id] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return self._prompts[item.id]
 
@@ -159,25 +170,38 @@ class Trainer:
         return groups
 
     def score(self, item: Item, samples: list[Sample]) -> None:
+        """Grade each sample (once), then compose the rewards of all of `samples`, the prompt's
+        whole group so far, with rho = that group's pass rate (the length penalty's rho_q)."""
         with self._timed("score"):
             env = self.env(item.kind)
-            rho = self.sampler.pass_rates.get(
-                item.id
-            )  # the prompt's last pass rate (length penalty)
             for s in samples:
-                s.text = self.tokenizer.decode(s.completion_ids, skip_special_tokens=True)
-                reward = env.score(
-                    item.record,
+                if s.grade is None:
+                    s.text = self.tokenizer.decode(s.completion_ids, skip_special_tokens=True)
+                    s.grade = env.grade(item.record, s.text)
+                    s.passed = s.grade.task >= self.cfg.pass_threshold
+            rho = sum(s.passed for s in samples) / len(samples)
+            for s in samples:
+                reward = compose(
+                    s.grade.task,
                     s.text,
+                    formatted=s.grade.formatted,
                     num_tokens=len(s.completion_ids),
                     max_tokens=self.max_new_tokens,
                     pass_rate=rho,
+                    config=env.reward_config,
+                    detail=s.grade.detail,
                 )
                 s.reward, s.components = reward.total, reward.components
-                s.passed = reward.components.get("task", 0.0) >= self.cfg.pass_threshold
 
     # ---- learn ---------------------------------------------------------------------------------
     def learn(self, groups: list[Group]) -> dict[str, float]:
+        """`minibatches` gradient steps on the groups' samples; k moves after each step.
+
+        pi_old is the learner's own log-prob before the first update, computed with the same
+        micro-batches as the update (so it is bitwise the learner's numerics, bf16 included): the
+        first minibatch takes it from its own forward, later ones from one no-grad forward made
+        before any update. The sampler's log-probs only weight tokens (truncated IS) and give the
+        mismatch KL."""
         cfg = self.cfg
         samples = [s for g in groups for s in g.samples]
         if not samples:
@@ -186,83 +210,138 @@ class Trainer:
             [group_advantages(torch.tensor([s.reward for s in g.samples])) for g in groups]
         )
         order = torch.randperm(len(samples), generator=self.generator, device=self.device).tolist()
-        stats, total_loss, norms = LossStats(), 0.0, []
+        plan = []  # per minibatch: its micro-batches as (sample indices, per-token weights)
         for chunk in np.array_split(np.array(order), max(1, min(cfg.minibatches, len(samples)))):
             chunk = chunk.tolist()
             masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in chunk]
             rows = torch.cat([torch.full((len(m),), j) for j, m in enumerate(masks)])
+            # normalized over the whole minibatch (one gradient step), not per micro-batch
             weights = token_weights(cfg.aggregation, torch.cat(masks), rows).split(
                 [len(m) for m in masks]
             )
+            plan.append(
+                [
+                    (chunk[a : a + cfg.micro_batch_size], weights[a : a + cfg.micro_batch_size])
+                    for a in range(0, len(chunk), cfg.micro_batch_size)
+                ]
+            )
+        old: dict[tuple[int, int], torch.Tensor] = {}
+        with torch.no_grad():
+            for m, micro in enumerate(plan[1:], 1):
+                for j, (part, _) in enumerate(micro):
+                    old[m, j] = self.logprobs(self.batch([samples[i] for i in part]))
+        stats, total_loss, norms = LossStats(), 0.0, []
+        for m, micro in enumerate(plan):
+            step_stats = LossStats()
             self.optimizer.zero_grad(set_to_none=True)
-            for start in range(0, len(chunk), cfg.micro_batch_size):
-                part = range(start, min(start + cfg.micro_batch_size, len(chunk)))
-                loss, part_stats = self._micro_step(
-                    [samples[chunk[j]] for j in part],
-                    [weights[j] for j in part],
-                    advantages[[chunk[j] for j in part]],
+            for j, (part, weights) in enumerate(micro):
+                batch = self.batch([samples[i] for i in part])
+                logp = self.logprobs(batch)
+                loss, part_stats = self.loss(
+                    batch, logp, old.get((m, j), logp.detach()), weights, advantages[part]
                 )
                 loss.backward()
-                stats.add(part_stats)
+                step_stats.add(part_stats)
                 total_loss += float(loss.detach())
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
             norms.append(float(norm))
             self.optimizer.step()
             self.policy_version += 1
-        self.k = next_k(
-            self.k, stats.entropy, target=cfg.entropy_target, delta=cfg.k_delta, k_max=cfg.k_max
-        )
+            stats.add(step_stats)
+            self.k = next_k(  # SPEC: k moves once per gradient step
+                self.k,
+                step_stats.entropy,
+                target=cfg.entropy_target,
+                delta=cfg.k_delta,
+                k_max=cfg.k_max,
+            )
         return {"loss": total_loss, "grad_norm": max(norms), **stats.summary()}
 
-    def _micro_step(
-        self, samples: list[Sample], weights: list[torch.Tensor], advantages: torch.Tensor
-    ):
-        cfg, dev = self.cfg, self.device
+    def batch(self, samples: list[Sample]) -> dict[str, Any]:
+        """Model inputs and per-token tensors for some samples: prompts left-padded, completions
+        right-padded. Padded positions replay a nucleus of one (their target; weight 0)."""
         width_p = max(len(s.prompt_ids) for s in samples)
         width_c = max(len(s.completion_ids) for s in samples)
         shape = (len(samples), width_p + width_c)
         ids = torch.full(shape, self.pad_id, dtype=torch.long)
         attention = torch.zeros(shape, dtype=torch.long)
         targets = torch.full((len(samples), width_c), self.pad_id, dtype=torch.long)
-        old = torch.zeros(len(samples), width_c)
-        sizes = torch.full((len(samples), width_c), 1 << 30, dtype=torch.int32)
-        w = torch.zeros(len(samples), width_c)
-        for i, s in enumerate(samples):  # prompt left-padded, completion right-padded
+        behavior = torch.zeros(len(samples), width_c)
+        sizes = torch.ones((len(samples), width_c), dtype=torch.int32)
+        width_k = max((len(k) for s in samples for k in s.nucleus_ids), default=0)
+        # recorded nucleus ids, -1 after them; a token with none (a wider nucleus, or a sample
+        # without ids) is replayed by size; padded positions keep just their target
+        kept = torch.full((len(samples), width_c, max(width_k, 1)), -1, dtype=torch.long)
+        kept[..., 0] = self.pad_id
+        for i, s in enumerate(samples):
             p, c = len(s.prompt_ids), len(s.completion_ids)
             ids[i, width_p - p : width_p] = torch.tensor(s.prompt_ids)
             ids[i, width_p : width_p + c] = torch.tensor(s.completion_ids)
             attention[i, width_p - p : width_p + c] = 1
             targets[i, :c] = torch.tensor(s.completion_ids)
-            old[i, :c] = torch.tensor(s.logprobs)
+            behavior[i, :c] = torch.tensor(s.logprobs)
             sizes[i, :c] = torch.tensor(s.nucleus_sizes, dtype=torch.int32)
-            w[i, :c] = weights[i]
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        ids, attention, positions = ids.to(dev), attention.to(dev), positions.to(dev)
-        targets, old, sizes, w = targets.to(dev), old.to(dev), sizes.to(dev), w.to(dev)
-        autocast = torch.autocast(dev.type, dtype=self.autocast) if self.autocast else nullcontext()
+            kept[i, :c, 0] = -1
+            for t, row in enumerate(s.nucleus_ids if len(s.nucleus_ids) == c else []):
+                kept[i, t, : len(row)] = torch.tensor(row, dtype=torch.long)
+        dev = self.device
+        return {
+            "ids": ids.to(dev),
+            "attention": attention.to(dev),
+            "positions": (attention.cumsum(-1) - 1).clamp(min=0).to(dev),
+            "width_p": width_p,
+            "targets": targets.to(dev),
+            "behavior": behavior.to(dev),
+            "sizes": sizes.to(dev),
+            "kept": kept.to(dev),
+        }
 
-        def completion_logprobs(model) -> torch.Tensor:
-            with autocast:  # logits only where a completion token is predicted
-                logits = model(
-                    input_ids=ids,
-                    attention_mask=attention,
-                    position_ids=positions,
-                    logits_to_keep=width_c + 1,
-                ).logits[:, :-1]
-            return token_logprobs(
-                logits, targets, sizes if cfg.top_p < 1 else None, cfg.temperature
-            )
+    def logprobs(self, batch: dict[str, Any], model=None) -> torch.Tensor:
+        """The learner's log-prob of each completion token (temperature, replayed nucleus), with
+        the body under autocast and the head and softmax in fp32, a chunk of positions at a time."""
+        model = model or self.model
+        autocast = torch.autocast(
+            self.device.type, dtype=self.autocast, enabled=bool(self.autocast)
+        )
+        with autocast:
+            hidden = body(model)(
+                input_ids=batch["ids"],
+                attention_mask=batch["attention"],
+                position_ids=batch["positions"],
+            ).last_hidden_state
+        # the hidden state before each completion token predicts it
+        hidden = hidden[:, batch["width_p"] - 1 : -1]
+        replay = self.cfg.top_p < 1
+        return completion_logprobs(
+            hidden,
+            model.get_output_embeddings(),
+            batch["targets"],
+            batch["sizes"] if replay else None,
+            self.cfg.temperature,
+            batch["kept"] if replay else None,
+            chunk_tokens=self.cfg.logit_chunk_tokens,
+        )
 
-        logp = completion_logprobs(self.model)
+    def loss(
+        self,
+        batch: dict[str, Any],
+        logp: torch.Tensor,
+        old: torch.Tensor,
+        weights: list[torch.Tensor],
+        advantages: torch.Tensor,
+    ) -> tuple[torch.Tensor, LossStats]:
+        cfg = self.cfg
+        w = torch.zeros_like(logp)
+        for i, part in enumerate(weights):
+            w[i, : len(part)] = part.to(w.device)
         ref = None
         if self.ref_model is not None:
             with torch.no_grad():
-                ref = completion_logprobs(self.ref_model)
-        adv = advantages.to(dev)[:, None].expand_as(logp)
+                ref = self.logprobs(batch, self.ref_model)
         return clipped_objective(
             logp,
             old,
-            adv,
+            advantages.to(logp.device)[:, None].expand_as(logp),
             w,
             low=cfg.clip_low,
             high=cfg.clip_high(self.k),
@@ -270,6 +349,8 @@ class Trainer:
             ratio_max=cfg.ratio_max,
             ref_logp=ref,
             kl_coef=cfg.kl_coef,
+            behavior_logp=batch["behavior"],
+            is_cap=cfg.is_cap,
         )
 
     # ---- evaluate ------------------------------------------------------------------------------
@@ -359,7 +440,7 @@ class Trainer:
                     prompt_id=item.id,
                     environment=item.kind,
                     policy_version=s.policy_version,
-                    prompt=self.env(item.kind).messages(item.record)[-1]["content"],
+                    prompt=self.prompt_text(item),  # the whole chat, as the model saw it
                     completion=s.text,
                     reward=s.reward,
                     reward_components=s.components,

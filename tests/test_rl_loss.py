@@ -8,8 +8,9 @@ torch = pytest.importorskip("torch")
 
 from rlclimb.rl.loss import (  # noqa: E402
     clipped_objective,
-    entropy_estimate,
+    completion_logprobs,
     group_advantages,
+    head_logits,
     nucleus,
     replay_nucleus,
     token_logprobs,
@@ -53,14 +54,47 @@ def test_outer_clip_on_all_branches():
     assert loss == pytest.approx(60.0) and grad == pytest.approx([60.0])
 
 
-def test_entropy_estimate_is_importance_weighted():
-    logp = torch.tensor([math.log(0.5), math.log(0.25)])
-    mask = torch.ones(2)
-    assert entropy_estimate(logp, logp, mask) == pytest.approx((math.log(2) + math.log(4)) / 2)
-    old = logp - torch.tensor([math.log(2.0), 0.0])  # ratio 2 on the first token
-    assert entropy_estimate(logp, old, mask) == pytest.approx((2 * math.log(2) + math.log(4)) / 2)
-    _, _, stats = objective([1.0, 1.0], [1, 1])
-    assert stats.entropy == pytest.approx(0.0)
+def test_entropy_is_importance_weighted():
+    # the trainer's H (LossStats.entropy): mean of -log pi(y_t) * r_t over policy tokens
+    logp = torch.tensor([math.log(0.5), math.log(0.25), math.log(0.1)])
+    old = logp - torch.tensor([math.log(2.0), 0.0, 0.0])  # ratio 2 on the first token
+    weights = torch.tensor([0.5, 0.5, 0.0])  # the third is padding
+    _, stats = clipped_objective(logp, old, torch.ones(3), weights, low=LOW, high=HIGH)
+    assert stats.tokens == 2
+    assert stats.entropy == pytest.approx((2 * math.log(2) + math.log(4)) / 2)
+    _, stats = clipped_objective(logp, logp, torch.ones(3), weights, low=LOW, high=HIGH)
+    assert stats.entropy == pytest.approx((math.log(2) + math.log(4)) / 2)
+
+
+def test_log_ratio_is_clamped_before_exp():
+    # log r = 200 overflows exp in fp32; clamped to 20 it stays finite, and the outer clip
+    # (r_max 50) then leaves it without gradient instead of 0 * inf = nan
+    logp = torch.tensor([200.0, -200.0], requires_grad=True)
+    loss, stats = clipped_objective(
+        logp, torch.zeros(2), torch.tensor([-1.0, 1.0]), torch.ones(2), low=LOW, high=HIGH
+    )
+    loss.backward()
+    assert math.isfinite(float(loss.detach())) and math.isfinite(stats.ratio_max)
+    assert logp.grad.tolist() == [0.0, 0.0]  # both clamped
+    assert float(loss.detach()) == pytest.approx(50.0 - math.exp(-20))
+
+
+def test_truncated_importance_weight_and_mismatch_kl():
+    logp = torch.zeros(3, requires_grad=True)
+    old = torch.zeros(3)  # on-policy for the learner: r = 1
+    behavior = torch.tensor([0.0, -math.log(1.5), -math.log(4.0)])  # pi_old / pi_b = 1, 1.5, 4
+    loss, stats = clipped_objective(
+        logp, old, torch.ones(3), torch.ones(3), low=LOW, high=HIGH, behavior_logp=behavior
+    )
+    loss.backward()
+    assert logp.grad.tolist() == pytest.approx([-1.0, -1.5, -2.0])  # capped at 2
+    assert stats.is_capped == 1
+    d = -behavior
+    assert stats.summary()["mismatch/kl"] == pytest.approx(float((d.exp() - d - 1).mean()))
+    _, same = clipped_objective(
+        logp, old, torch.ones(3), torch.ones(3), low=LOW, high=HIGH, behavior_logp=old
+    )
+    assert same.summary()["mismatch/kl"] == 0.0
 
 
 def test_controller_steps_and_bounds():
@@ -73,8 +107,8 @@ def test_controller_steps_and_bounds():
 
 def test_nucleus_and_replay():
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])  # p = .644 .237 .087 .032
-    masked, size = nucleus(logits, 0.7)
-    assert size.tolist() == [2]
+    masked, size, ids = nucleus(logits, 0.7)
+    assert size.tolist() == [2] and ids[0, :2].tolist() == [0, 1]
     assert torch.isinf(masked[0, 2:]).all() and torch.isfinite(masked[0, :2]).all()
     expected = math.log(math.exp(1) / (math.exp(2) + math.exp(1)))
     got = token_logprobs(logits, torch.tensor([1]), size)
@@ -85,6 +119,7 @@ def test_nucleus_and_replay():
     assert torch.isfinite(replayed).tolist() == [[True, True, False, True]]
     # top_p = 1 and temperature
     assert nucleus(logits, 1.0)[1].tolist() == [4]
+    assert nucleus(logits, 1.0)[2] is None
     assert float(token_logprobs(logits, torch.tensor([0]), temperature=2.0)) == pytest.approx(
         float((logits / 2).log_softmax(-1)[0, 0])
     )
@@ -94,15 +129,64 @@ def test_nucleus_and_replay():
 def test_nucleus_large_vocab_uses_the_same_set_as_a_full_sort(scale):
     torch.manual_seed(0)
     logits = torch.randn(3, 5000) * scale
-    masked, size = nucleus(logits, 0.9)
+    masked, size, _ = nucleus(logits, 0.9)
     probs = logits.softmax(-1).sort(-1, descending=True).values
     expected = ((probs.cumsum(-1) - probs) < 0.9).sum(-1)
     assert size.tolist() == expected.tolist()
+    sorted_masked, sorted_size, _ = nucleus(logits, 0.9, full_sort=True)  # the GPU path
+    assert torch.equal(sorted_size, size) and torch.equal(sorted_masked, masked)
     targets = masked.argmax(-1)
     assert torch.allclose(
         token_logprobs(logits, targets, size),
         masked.log_softmax(-1).gather(-1, targets[:, None])[:, 0],
     )
+
+
+def test_replay_keeps_the_recorded_set_not_its_size():
+    sampled = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    _, size, top = nucleus(sampled, 0.7)  # kept {0, 1}
+    ids = torch.where(torch.arange(4) < size[:, None], top, -1)
+    learner = torch.tensor([[1.0, 0.0, 2.0, -1.0]])  # after an update token 2 ranks first
+    kept = torch.isfinite(replay_nucleus(learner, size, torch.tensor([0]), ids))
+    assert kept.tolist() == [[True, True, False, False]]  # the sampler's set
+    by_size = torch.isfinite(replay_nucleus(learner, size, torch.tensor([0])))
+    assert by_size.tolist() == [[True, False, True, False]]  # its two top logits now
+    # a row without recorded ids (first id -1) falls back to the size
+    kept = torch.isfinite(replay_nucleus(learner, size, torch.tensor([0]), torch.full((1, 2), -1)))
+    assert kept.tolist() == by_size.tolist()
+    expected = learner[0, :2].log_softmax(-1)[0]
+    got = token_logprobs(learner, torch.tensor([0]), size, ids=ids)
+    assert float(got) == pytest.approx(float(expected))
+
+
+def test_head_runs_in_fp32_under_bf16_autocast():
+    torch.manual_seed(0)
+    head = torch.nn.Linear(16, 50, bias=False)
+    hidden = torch.randn(3, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        plain = head(hidden)
+        ours = head_logits(hidden.bfloat16(), head)
+    assert plain.dtype == torch.bfloat16 and ours.dtype == torch.float32
+    assert torch.equal(ours, hidden.bfloat16().float() @ head.weight.T)
+
+
+def test_chunked_logprobs_equal_unchunked():
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 40, bias=False)
+    hidden = torch.randn(2, 7, 8, requires_grad=True)
+    targets = torch.randint(0, 40, (2, 7))
+    sizes = torch.randint(1, 40, (2, 7), dtype=torch.int32)
+    results = []
+    for chunk in (10**6, 3):  # one chunk; then 1 position (2 rows) per chunk, checkpointed
+        hidden.grad = head.weight.grad = None
+        logp = completion_logprobs(hidden, head, targets, sizes, 0.7, chunk_tokens=chunk)
+        (logp * torch.arange(14.0).view(2, 7)).sum().backward()
+        results.append((logp.detach(), hidden.grad.clone(), head.weight.grad.clone()))
+    for whole, chunked in zip(*results, strict=True):
+        assert torch.allclose(whole, chunked, atol=1e-6)
+    with torch.no_grad():
+        no_grad = completion_logprobs(hidden, head, targets, sizes, 0.7, chunk_tokens=3)
+    assert torch.allclose(no_grad, results[0][0], atol=1e-6)
 
 
 def test_group_advantages():

@@ -2,6 +2,7 @@
 log-probs, early-exit sampling, a real climb, exact resume."""
 
 import json
+import math
 
 import pytest
 
@@ -84,27 +85,205 @@ def make(tokenizer, tmp_path, seed=0, **overrides):
     )
 
 
-def test_learner_replays_the_sampling_distribution(tokenizer, tmp_path):
-    trainer = make(tokenizer, tmp_path, top_p=0.9, temperature=0.7)
+def test_learner_replays_the_sampling_distribution(tokenizer, tmp_path, monkeypatch):
+    from rlclimb.rl import loss
+
+    # a cold temperature makes the random model's nuclei one to hundreds of tokens wide; those
+    # wider than 300 ids are recorded by size
+    monkeypatch.setattr(loss, "NUCLEUS_IDS", 300)
+    trainer = make(tokenizer, tmp_path, top_p=0.9, temperature=0.07, max_new_tokens=6)
     groups = trainer.rollout(trainer.train_items[:2], 3)
     samples = [s for g in groups for s in g]
     assert all(0 < size < len(tokenizer) for s in samples for size in s.nucleus_sizes)
-    weights = [torch.ones(len(s.completion_ids)) for s in samples]
-    _, stats = trainer._micro_step(samples, weights, torch.ones(len(samples)))
+    # the kept set itself is recorded where it is at most NUCLEUS_IDS wide
+    assert all(len(s.nucleus_ids) == len(s.completion_ids) for s in samples)
+    assert any(len(ids) > 1 for s in samples for ids in s.nucleus_ids)
+    assert any(size > 300 for s in samples for size in s.nucleus_sizes)
+    for s in samples:
+        for size, ids, token in zip(s.nucleus_sizes, s.nucleus_ids, s.completion_ids, strict=True):
+            assert (len(ids) == size and token in ids) if size <= 300 else ids == []
     # same weights: the learner's log-probs (temperature + replayed nucleus) are the sampler's
-    assert stats.ratio_max == pytest.approx(1.0, abs=1e-4)
-    assert stats.ratio_min == pytest.approx(1.0, abs=1e-4)
+    with torch.no_grad():
+        batch = trainer.batch(samples)
+        learner = trainer.logprobs(batch)
+    mask = batch["targets"] != trainer.pad_id
+    assert torch.allclose(learner[mask], batch["behavior"][mask], atol=1e-4)
 
 
-def test_micro_batches_do_not_change_the_update(tokenizer, tmp_path):
-    grads, losses = [], []
+def perturb(model, scale=0.05, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=generator) * scale * p.std().nan_to_num(0.02))
+
+
+def test_replay_uses_the_sampled_set_after_an_update(tokenizer, tmp_path):
+    trainer = make(tokenizer, tmp_path, top_p=0.9, temperature=0.07, max_new_tokens=6)
+    samples = [s for g in trainer.rollout(trainer.train_items[:2], 2) for s in g]
+    perturb(trainer.model)  # ranks move: a size-only replay would keep other tokens
+    with torch.no_grad():
+        batch = trainer.batch(samples)
+        learner = trainer.logprobs(batch)
+        hidden = trainer.model.get_decoder()(
+            input_ids=batch["ids"], attention_mask=batch["attention"]
+        ).last_hidden_state[:, batch["width_p"] - 1 : -1]
+        logits = trainer.model.get_output_embeddings()(hidden).float() / 0.07
+    checked = moved = 0
+    for i, s in enumerate(samples):
+        for t, ids in enumerate(s.nucleus_ids):
+            if len(ids) < 2:
+                continue
+            expected = logits[i, t, ids].log_softmax(-1)[ids.index(s.completion_ids[t])]
+            assert float(learner[i, t]) == pytest.approx(float(expected), abs=1e-4)
+            top = set(logits[i, t].topk(len(ids)).indices.tolist())
+            checked, moved = checked + 1, moved + (top != set(ids))
+    assert checked and moved  # the learner's own top set differs from the sampled one
+
+
+def test_padding_never_ranks_the_whole_vocabulary(tokenizer, tmp_path, monkeypatch):
+    from rlclimb.rl import loss
+
+    trainer = make(tokenizer, tmp_path, top_p=0.9)
+    short = Sample([1, 2], [5, 6], [0.0, 0.0], [3, 4], [1, 1], False, 0)
+    long = Sample([1], [5, 6, 7, 8, 9], [0.0] * 5, [2, 3, 4, 5, 6], [1] * 5, False, 0)
+    asked = []  # no nucleus ids recorded: every real token is replayed by rank
+
+    def spy(logits, k):
+        asked.append(int(k.max()))
+        return kth(logits, k)
+
+    kth = loss.kth_largest
+    monkeypatch.setattr(loss, "kth_largest", spy)
+    with torch.no_grad():
+        trainer.logprobs(trainer.batch([short, long]))
+    assert asked == [6]  # the largest real nucleus, not the vocabulary for padded positions
+
+
+def full_grad(model):
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "sample-mean"])
+def test_micro_batches_do_not_change_the_update(tokenizer, tmp_path, aggregation):
+    grads, rows = [], []
     for size in (1, 8):
-        trainer = make(tokenizer, tmp_path / str(size), micro_batch_size=size)
-        losses.append(trainer.step()["loss"])
-        grads.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters()]))
-    # (compared before AdamW: with eps 1e-15 it turns float noise in ~0 gradients into +-lr)
-    assert losses[0] == pytest.approx(losses[1], abs=1e-6)
-    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-7)
+        # no clipping: it would rescale a wrongly normalized gradient back to norm 1 (the loss
+        # itself is ~0 on-policy with equal lengths; its gradient is not)
+        trainer = make(
+            tokenizer,
+            tmp_path / str(size),
+            micro_batch_size=size,
+            grad_clip=1e9,
+            lr=0.0,
+            aggregation=aggregation,
+        )
+        rows.append(trainer.step())
+        grads.append(full_grad(trainer.model))
+    assert rows[0]["loss"] == pytest.approx(rows[1]["loss"], rel=1e-4, abs=1e-6)
+    assert rows[0]["grad_norm"] == pytest.approx(rows[1]["grad_norm"], rel=1e-4)
+    assert torch.allclose(grads[0], grads[1], rtol=1e-3, atol=1e-7)
+    assert rows[0]["grad_norm"] > 1e-3
+
+
+def test_pi_old_is_the_learners_own(tokenizer, tmp_path):
+    """CPU bf16 autocast (the GPU default). A sampler whose numerics differ from the learner's
+    (here: its log-probs shifted by up to +-0.2) must not show up as ratios: on unchanged weights
+    (lr 0) every ratio is 1, in the second minibatch too; the difference is the mismatch KL."""
+    trainer = make(tokenizer, tmp_path, dtype="bfloat16", lr=0.0, minibatches=2, top_p=0.9)
+    assert trainer.autocast == torch.bfloat16
+    sample = trainer.rollout
+
+    def shifted(items, n, **kw):
+        groups = sample(items, n, **kw)
+        for s in (s for g in groups for s in g):
+            s.logprobs = [lp + 0.2 * math.sin(7 * i) for i, lp in enumerate(s.logprobs)]
+        return groups
+
+    trainer.rollout = shifted
+    row = trainer.step()
+    assert row["ratio/min"] == pytest.approx(1.0, abs=1e-6)
+    assert row["ratio/max"] == pytest.approx(1.0, abs=1e-6)
+    assert row["mismatch/kl"] > 1e-3
+    fp32 = make(tokenizer, tmp_path / "fp32", lr=0.0, minibatches=2, top_p=0.9).step()
+    assert fp32["mismatch/kl"] < 1e-8 and fp32["ratio/max"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_bf16_sampler_matches_the_learner(tokenizer, tmp_path):
+    """With the head and softmax in fp32 on both sides, bf16 autocast leaves the sampler's
+    log-probs within 1e-4 of the learner's (a bf16 head: off by ~1e-2). Weights scaled up so the
+    logits are as large and peaked as a trained model's."""
+    trainer = make(tokenizer, tmp_path, dtype="bfloat16", top_p=0.9, max_new_tokens=6)
+    with torch.no_grad():
+        for p in trainer.model.parameters():
+            p.mul_(20 if p.dim() == 2 else 1)
+    samples = [s for g in trainer.rollout(trainer.train_items[:2], 3) for s in g]
+    with torch.no_grad():
+        batch = trainer.batch(samples)
+        learner = trainer.logprobs(batch)
+    mask = batch["targets"] != trainer.pad_id
+    assert (learner - batch["behavior"])[mask].abs().max() < 1e-4
+
+
+def test_k_moves_once_per_gradient_step(tokenizer, tmp_path):
+    # entropy below the target every step: k grows by delta per gradient step (3 per batch)
+    low = make(tokenizer, tmp_path / "a", minibatches=3, entropy_target=100.0, k_delta=0.25)
+    row = low.step()
+    assert (row["k"], row["k_next"], low.k) == (0.0, 0.75, 0.75)
+    # entropy above a target of 0: k shrinks from k_init, down to its floor 0
+    high = make(tokenizer, tmp_path / "b", minibatches=3, entropy_target=0.0, k_init=1.0)
+    assert high.step()["k_next"] == 0.25
+    assert high.step()["k_next"] == 0.0
+
+
+def test_k_reaches_the_loss(tokenizer, tmp_path):
+    trainer = make(tokenizer, tmp_path, is_cap=0.0)  # no importance weight: pi_old is made up
+    samples = [s for g in trainer.rollout(trainer.train_items[:1], 2) for s in g]
+    batch = trainer.batch(samples)
+    weights = [torch.ones(len(s.completion_ids)) for s in samples]
+    losses = {}
+    for k in (0.0, 1.0):  # ratio 3 with A > 0: clipped at 2.5 with k = 0, not with k = 1 (3.5)
+        trainer.k = k
+        logp = trainer.logprobs(batch)
+        loss, _ = trainer.loss(batch, logp, logp.detach() - math.log(3), weights, torch.ones(2))
+        losses[k] = float(loss.detach())
+    tokens = sum(len(w) for w in weights)
+    assert losses[0.0] == pytest.approx(-2.5 * tokens, rel=1e-4)
+    assert losses[1.0] == pytest.approx(-3.0 * tokens, rel=1e-4)
+
+
+def test_rewards_use_the_groups_own_pass_rate(tokenizer, tmp_path):
+    """The length penalty's rho is the pass rate of the prompt's whole group (graded first),
+    also for a prompt never seen before, and after early exit's second half of the group."""
+    trainer = make(
+        tokenizer,
+        tmp_path,
+        group_size=8,
+        early_group_size=4,
+        prompts_per_step=1,
+        max_new_tokens=4,
+        max_new_tokens_cap=8,
+        reward={"w_lang": 0.0, "w_len": 0.25},
+    )
+    words = ["Yes", "no", "Yes", "no", "no", "no", "Yes", "no"]  # 2/4 early, 3/8 in all
+    pending = iter(words)
+
+    def rollout(batch, n):
+        out = []
+        for _ in batch:
+            group = []
+            for _ in range(n):
+                ids = tokenizer(next(pending), add_special_tokens=False)["input_ids"]
+                group.append(
+                    Sample([1], ids, [0.0] * len(ids), [1] * len(ids), [1] * len(ids), False, 0)
+                )
+            out.append(group)
+        return out
+
+    draw = sample_groups(trainer.sampler, trainer.cfg, rollout, trainer.score)
+    (group,) = draw.groups
+    assert [s.passed for s in group.samples] == [w == "Yes" for w in words]
+    for s in group.samples:
+        assert s.components["length"] == pytest.approx(0.375 * len(s.completion_ids) / 4)
 
 
 def test_early_exit_sampling():
@@ -118,11 +297,13 @@ def test_early_exit_sampling():
 
     seen = {}
 
-    def score(item, samples):
+    def score(item, samples):  # gets the whole group so far; grades each sample once
         name = item.record.question
         for s in samples:
-            s.passed = patterns[name][seen.get(name, 0)] == "1"
-            seen[name] = seen.get(name, 0) + 1
+            if s.grade is None:
+                s.grade = patterns[name][seen.get(name, 0)] == "1"
+                s.passed = s.grade
+                seen[name] = seen.get(name, 0) + 1
 
     cfg = GRPOConfig(
         prompts_per_step=4,
