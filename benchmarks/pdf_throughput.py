@@ -11,13 +11,21 @@ Measured (best of `--repeat`, process CPU time, one core), per PDF:
 - parse+structure+extract: the same plus the structure stage over the pages and the extract
   stage over its units (what the pipeline does per page before pairing).
 Prints pages/s for each and the ratio to raw (the target: within 3x for text pages).
+Repaired fonts: a generated book whose body font maps digits to Coptic letters (issue 15's
+failure) through the parse stage with repair: the first pass (learning the substitution from
+Tesseract on a few sample pages, once per document) and the steady state; ratio to raw (target:
+within 5x in the steady state).
 OCR: a generated scanned (image-only) document of `--ocr-pages` pages through the parse stage
-with Tesseract; prints OCR pages/s (wall time: Tesseract may use more than one thread).
+with Tesseract, against the `tesseract` CLI on the same pages rasterized at the same dpi (PNG
+files, one process per page, as a shell loop would); wall time both (target: >= 90% of the CLI).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,9 +35,10 @@ import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from helpers.textbook_gen import ChapterSpec, make_textbook, rasterize_pages  # noqa: E402
+from helpers.textbook_gen import FONT, ChapterSpec, break_tounicode, make_textbook, rasterize_pages  # noqa: E402
 
 from rlclimb.pipelines.readers_pdf import PdfPageReader  # noqa: E402
+from rlclimb.stages.documents import parse_pdf  # noqa: E402
 from rlclimb.stages.documents.extract_qa import ExtractQA  # noqa: E402
 from rlclimb.stages.documents.parse_pdf import ParsePdf, close_cached_pdfs  # noqa: E402
 from rlclimb.stages.documents.structure import StructureDocument  # noqa: E402
@@ -81,12 +90,57 @@ def generated_book(tmp: Path, pages: int) -> Path:
     return make_textbook(tmp / "throughput.pdf", chapters=chapters).path
 
 
+def broken_font_book(path: Path, pages: int) -> Path:
+    """`pages` pages of numbered text in an embedded font whose ToUnicode map sends digits to
+    Coptic letters."""
+    doc = pymupdf.open()
+    for p in range(pages):
+        page = doc.new_page()
+        page.insert_font(fontname="BODY", fontbuffer=pymupdf.Font(FONT).buffer)
+        for i in range(40):
+            page.insert_text((72, 60 + 17 * i), f"{i + 1}. Compute {13 * i + p} + {5 * i + 20} and check Section {p}.{i}.",
+                             fontname="BODY", fontsize=11)
+    break_tounicode(doc, "coptic")
+    doc.save(path)
+    return path
+
+
+def repaired(tmp: Path, pages: int, repeat: int) -> None:
+    pdf = broken_font_book(tmp / "broken-font.pdf", pages)
+    parse_pdf._REPAIRS.clear()
+    t0 = time.process_time()
+    first = parse_pages(pdf, ocr="tesseract")
+    t_first = time.process_time() - t0
+    paths = {p["text_path"] for p in first}
+    t_raw, t_steady = best_cpu([lambda: raw(pdf), lambda: parse_pages(pdf, ocr="tesseract")], repeat)
+    print(f"repaired font ({pages} pages, paths {sorted(paths)}): raw {pages / t_raw:.0f} p/s; parse first pass "
+          f"(learning included) {pages / t_first:.0f} p/s = {t_first / t_raw:.1f}x raw; steady {pages / t_steady:.0f} p/s "
+          f"= {t_steady / t_raw:.2f}x raw")
+
+
+def tesseract_cli(scanned: Path, tmp: Path, dpi: int = 200) -> float:
+    """Wall seconds of the tesseract CLI over the pages rasterized to PNG (rasterizing not timed)."""
+    doc = pymupdf.open(scanned)
+    images = []
+    for i, page in enumerate(doc):
+        png = tmp / f"cli-{i}.png"
+        page.get_pixmap(dpi=dpi).save(png)
+        images.append(png)
+    env = dict(os.environ)
+    t0 = time.perf_counter()
+    for png in images:
+        subprocess.run(["tesseract", str(png), str(png.with_suffix("")), "-l", "eng"], check=True,
+                       capture_output=True, env=env)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdf", type=Path, action="append", help="PDF(s) to measure (default: a generated book)")
     ap.add_argument("--pages", type=int, default=200, help="pages of the generated book")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ocr-pages", type=int, default=4, help="scanned pages for the OCR measurement (0: skip)")
+    ap.add_argument("--repaired-pages", type=int, default=40, help="pages of the broken-font book (0: skip)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -100,6 +154,8 @@ def main() -> None:
             need = sum(1 for p in parse_pages(pdf, ocr="vlm") if p["needs_ocr"])
             print(f"{pdf.name[:40]:40s} {n:6d} {n / t_raw:9.0f} {n / t_parse:10.0f} {t_parse / t_raw:6.2f} "
                   f"{n / t_full:10.0f} {t_full / t_raw:6.2f} {need:8d}")
+        if args.repaired_pages:
+            repaired(tmp, args.repaired_pages, args.repeat)
         if args.ocr_pages:
             src = make_textbook(tmp / "to-scan.pdf", chapters=[ChapterSpec("Rates", "inline", exercises=10 * args.ocr_pages)])
             scan = rasterize_pages(pymupdf.open(src.path), set(range(1, src.pages + 1)))
@@ -112,6 +168,11 @@ def main() -> None:
             secs = time.perf_counter() - t0
             ocred = sum(1 for p in pages if p["backend"] == "tesseract")
             print(f"OCR (Tesseract via PyMuPDF, 200 dpi): {ocred} scanned pages in {secs:.1f}s = {ocred / secs:.2f} pages/s")
+            if shutil.which("tesseract"):
+                cli = tesseract_cli(scanned, tmp)
+                rate = scan.page_count / cli
+                print(f"tesseract CLI (same pages, 200 dpi PNG): {cli:.1f}s = {rate:.2f} pages/s; "
+                      f"parse stage at {ocred / secs / rate:.0%} of the CLI")
 
 
 if __name__ == "__main__":

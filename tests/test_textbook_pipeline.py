@@ -155,5 +155,6 @@ def test_funnel_and_ledger(book_run):
     assert list(funnel) == ["read", "parse", "structure", "extract", "pair"]
     assert funnel["parse"]["in"] == book.pages and funnel["pair"]["out"] == len(book.items) == len(rows)
     drops = ledger_of(run)
-    assert [(d["stage"], d["reason"]) for d in drops] == [("structure", "no_stem_content")]  # the title page
+    # the title page; a chapter-opening page of prose (every page ends as units or a ledger entry)
+    assert [(d["stage"], d["reason"]) for d in drops] == [("structure", "no_stem_content"), ("structure", "no_items")]
     assert "page 1" in drops[0]["detail"] and drops[0]["file"] == str(book.path)

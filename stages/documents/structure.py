@@ -159,6 +159,7 @@ class DocumentBuilder:
         self.lines_on_page = 0
         self.next_line: dict | None = None
         self.page_lines: list[dict] = []
+        self.page_continued = False  # this page's lines continued an open item
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
 
@@ -184,6 +185,8 @@ class DocumentBuilder:
         body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
         self.page_units = 0
         self.page_lines = lines
+        self.page_continued = False
+        text_before = len(self.text_lines)
         for i, ln in enumerate(lines):
             self.lines_on_page = i
             self.next_line = lines[i + 1] if i + 1 < len(lines) else None
@@ -194,6 +197,16 @@ class DocumentBuilder:
             yield page, Drop("no_stem_content", f"{where}: prose without numbers, formulas or exercises")
             return
         yield from self._take()
+        if self.page_units == 0 and not self.page_continued and len(self.text_lines) == text_before and not any(
+                u["source"]["page"] == number for u in self.out):
+            # every page ends as units or as a ledgered drop: this one gave nothing to any item
+            if self.zone in ("exercises", "answers"):
+                reason, why = "zone_page_without_items", (
+                    f"{where}: in an {self.zone} zone but no item label was recognized "
+                    "(a layout the rules do not read: try extract.method=both with an LLM)")
+            else:
+                reason, why = "no_items", f"{where}: running text ({self.zone}) with no exercise, example or answer"
+            yield page, Drop(reason, why)
 
     def finish(self) -> Iterator[Record]:
         self._close()
@@ -423,6 +436,7 @@ class DocumentBuilder:
     def _append(self, text: str, page: dict) -> None:
         u = self.unit
         u["lines"].append(text)
+        self.page_continued = True
         if page["source"]["page"] != u["last_page"]:
             u["last_page"] = page["source"]["page"]
             u["backends"].add(page.get("backend", "text"))
