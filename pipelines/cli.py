@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -126,7 +125,7 @@ def run(
     options = RunOptions(
         engine=engine,
         workers=workers or int(cfg.get("workers", 1)),
-        progress=not quiet and sys.stderr.isatty(),
+        progress=not quiet,  # bars on a terminal, periodic log lines otherwise
         seed=int(cfg.get("seed", 0)),
         llm=llm,
         retry_transient=retry_transient,
