@@ -42,6 +42,7 @@ from rlclimb.stages.dedup.decontam import (
 from rlclimb.stages.qa.importer import QUESTION_FIELDS
 
 from .readers import InputError, check_inputs
+from .rundir import check_dir, claim_dir
 
 INPUT_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".parquet")
 MAX_LISTED_UNREADABLE = 100
@@ -216,8 +217,7 @@ def run_decontam(benchmarks: list[str], inputs: list[str], out: Path, *, field_n
         where = ".".join(str(x) for x in err["loc"])
         raise InputError(f"{where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from None
     files = plan_inputs(inputs, field_name)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} exists and is not a directory")
+    check_dir(out, "decontam")  # never write into (or over) a directory rlclimb did not create
     try:
         log(f"loading benchmarks: {', '.join(benchmarks)}")
         index = load_index(config)
@@ -225,7 +225,7 @@ def run_decontam(benchmarks: list[str], inputs: list[str], out: Path, *, field_n
         raise InputError(str(e)) from None
     log(f"{len(index.items):,} benchmark items; matchers: {', '.join(config.matchers)}")
 
-    out.mkdir(parents=True, exist_ok=True)
+    claim_dir(out, "decontam")
     clean = out / "clean"
     if clean.exists():
         shutil.rmtree(clean)  # a re-run replaces the previous result

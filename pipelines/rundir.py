@@ -167,44 +167,64 @@ class RunDir:
 
 
 def claim_dir(path: Path, kind: str) -> None:
-    """Make `path` an rlclimb output directory, or refuse (InputError: a one-line exit 2).
-
-    rlclimb replaces files in its output directories, so it only writes into one it created:
-    a new or empty directory gets the marker; one with the marker is ours; anything else in the
-    way (a file, a directory under a file, a non-empty directory without the marker) is refused
-    rather than touched. `kind` ("run", "decontam", "train") must match the marker's."""
+    """Make `path` an rlclimb output directory of `kind` ("run", "decontam", "train"), or refuse
+    with an InputError (the CLI's one-line exit 2). rlclimb replaces files in its output
+    directories, so it only writes into one it created: a new or empty directory gets the marker;
+    one with the marker is ours; anything else in the way is refused rather than touched."""
     path = Path(path)
-    marker = path / MARKER
+    if check_dir(path, kind) and (path / MARKER).is_file():
+        return
     try:
-        if path.is_dir():
-            if marker.is_file():
-                recorded = json.loads(marker.read_text() or "{}").get("kind", "run")
-                if recorded != kind:
-                    raise InputError(
-                        f"{path} is an rlclimb {recorded} directory, not a {kind} directory: "
-                        "choose another --out"
-                    )
-                return
-            if any(path.iterdir()) and not _legacy_run(path, kind):
-                raise InputError(
-                    f"{path} exists, is not empty and is not an rlclimb {kind} directory "
-                    f"(no {MARKER} file): choose a new --out, or empty it"
-                )
         path.mkdir(parents=True, exist_ok=True)
-    except (NotADirectoryError, FileExistsError):
+    except (NotADirectoryError, FileExistsError):  # lost a race with whoever made a file there
         raise InputError(f"--out {path}: it, or a directory above it, is a file") from None
     except PermissionError as e:
         raise InputError(f"cannot create {path}: {e.strerror}") from None
-    _write_json(marker, {"kind": kind, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    _write_json(path / MARKER, {"kind": kind, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
 
-def _legacy_run(path: Path, kind: str) -> bool:
-    """A run directory written before the marker existed (its config.json says so)."""
+def check_dir(path: Path, kind: str) -> bool:
+    """Whether `path` already is an rlclimb `kind` directory (True) or may become one (False: it
+    does not exist, or is empty); raises InputError for a file, a path under a file, another
+    kind's directory, or a non-empty directory without the marker. Writes nothing."""
+    path = Path(path)
+    for above in [path, *path.parents]:
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                raise InputError(f"--out {path}: {'it' if above == path else above} is a file, not a directory")
+            break
+    if not path.is_dir():
+        return False
+    marker = path / MARKER
+    if marker.is_file():
+        try:
+            recorded = json.loads(marker.read_text() or "{}").get("kind", "run")
+        except (ValueError, AttributeError):
+            recorded = "?"
+        if recorded != kind:
+            raise InputError(f"{path} is an rlclimb {recorded} directory, not a {kind} directory: choose another --out")
+        return True
+    if not any(path.iterdir()):
+        return False
+    if _legacy(path, kind):  # written before the marker existed (claim_dir adds it)
+        return True
+    raise InputError(
+        f"{path} exists, is not empty and is not an rlclimb {kind} directory "
+        f"(no {MARKER} file): choose a new --out, or empty it"
+    )
+
+
+_LEGACY_KEYS = {"run": {"pipeline", "segments"}, "train": {"grpo"}}  # in their config.json
+
+
+def _legacy(path: Path, kind: str) -> bool:
+    if kind == "decontam":
+        return (path / "report.json").is_file() and (path / "matches.jsonl").is_file()
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return kind == "run" and isinstance(config, dict) and {"pipeline", "segments"} <= config.keys()
+    return kind in _LEGACY_KEYS and isinstance(config, dict) and _LEGACY_KEYS[kind] <= config.keys()
 
 
 def _clear(directory: Path, pattern: str) -> None:

@@ -121,3 +121,30 @@ def test_a_run_directory_from_before_the_marker_is_recognised(tmp_path):
     (out / ".rlclimb-run").unlink()
     assert run_qa(src, out).exit_code == 0
     assert (out / ".rlclimb-run").exists()
+
+
+def test_decontam_and_train_refuse_a_foreign_directory(tmp_path):
+    src = qa_input(tmp_path / "in.jsonl")
+    out = tmp_path / "mine"
+    (out / "clean").mkdir(parents=True)
+    (out / "clean" / "precious.txt").write_text("do not delete")
+    (out / "config.json").write_text('{"mine": true}')
+    res = cli("decontam", "-b", src, "-i", src, "--out", out, "--matchers", "exact", "-q")
+    one_line_error(res, str(out), "not an rlclimb decontam directory")
+    res = cli("train", src, "--model", "no-such-model", "--out", out)
+    one_line_error(res, str(out), "not an rlclimb train directory")
+    assert (out / "clean" / "precious.txt").read_text() == "do not delete"
+    assert (out / "config.json").read_text() == '{"mine": true}'
+    assert sorted(p.name for p in out.rglob("*")) == ["clean", "config.json", "precious.txt"]
+
+
+def test_decontam_reruns_into_its_own_directory_but_not_a_run_directory(tmp_path):
+    src = qa_input(tmp_path / "in.jsonl")
+    out = tmp_path / "dc"
+    for _ in range(2):
+        res = cli("decontam", "-b", src, "-i", src, "--out", out, "--matchers", "exact", "-q")
+        assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    assert run_qa(src, run).exit_code == 0
+    res = cli("decontam", "-b", src, "-i", src, "--out", run, "--matchers", "exact", "-q")
+    one_line_error(res, str(run), "rlclimb run directory, not a decontam directory")
