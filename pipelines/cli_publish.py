@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from .cli import app, apply_sets, console, err_console, fail
 
@@ -66,13 +67,36 @@ def card(
 
 
 @app.command()
-def demo(out: Annotated[Path, typer.Option("--out", "-o")] = Path("runs/demo")) -> None:
-    """Run the qa-jsonl pipeline on the bundled sample with embedded defaults."""
-    from importlib import resources
+def report(
+    target: Annotated[Path, typer.Argument(help="a run, mix or training run directory")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default: TARGET/report.html)")] = None,
+) -> None:
+    """Write one self-contained HTML page about a run, mix or training run (no server, nothing fetched)."""
+    from .describe import DescribeError
+    from .report import write_report
 
-    from .cli import run
+    try:
+        path = write_report(target, out)
+    except DescribeError as e:
+        fail(str(e))
+    console.print(f"wrote {path} (open it in a browser)", highlight=False)
 
-    sample = resources.files("rlclimb.pipelines") / "samples" / "qa_sample.jsonl"
-    with resources.as_file(sample) as path:
-        run(pipeline="qa-jsonl", inputs=[str(path)], out=out, config=None, set_=[], engine="local",
-            workers=None, quiet=False)
+
+@app.command()
+def demo(out: Annotated[Path, typer.Option("--out", "-o", help="directory for everything the demo makes")] = Path("runs/demo")) -> None:
+    """The whole loop on bundled samples, no services: a sample textbook PDF and QA dump -> curate ->
+    score (embedded SmolLM2) -> mix -> card -> 2 GRPO steps -> reward figure and HTML reports."""
+    from .demo import run_demo
+
+    made = run_demo(out, say=lambda m: console.print(m, highlight=False, markup=False))
+    console.print(f"\ndemo finished in {made['elapsed_s']} s; everything is under {out}:", highlight=False)
+    rows = [("sample textbook PDF", made["pdf"]), *(("curated run", r) for r in made["runs"]),
+            ("mix (Hugging Face dataset)", made["mix"]), ("dataset card", made["card"]),
+            ("Croissant metadata", made["croissant"]), *(("figure", f) for f in made["figures"])]
+    if "grpo" in made:
+        rows += [("GRPO run", made["grpo"]), ("reward curve", made["reward_png"])]
+    rows += [("HTML report", r) for r in made["reports"]]
+    for what, path in rows:
+        console.print(f"  {what:28} {path}", highlight=False, markup=False)
+    for skipped in made["skipped"]:
+        console.print(f"[yellow]skipped[/yellow] {escape(skipped)}", highlight=False)
