@@ -396,3 +396,24 @@ def test_full_quota_before_the_next_command(backend):
         # A hard link to a host file cannot be made: the scratch is its own filesystem.
         r = s.run("rm -f fill; ln /etc/passwd hl")
         assert not r.ok and s.read_files(["hl"]) == {}, r
+
+
+@each_backend
+def test_host_setuid_binaries_give_nothing(backend):
+    sb = sandbox_or_skip(backend)
+    with sb.session(limits=TIGHT) as s:
+        mounts = "grep -c ' /work ' /proc/mounts"
+        before = s.run(mounts).stdout
+        r = s.run("grep NoNewPrivs /proc/self/status; mount -t tmpfs x /work; id -u")
+        assert r.stdout.split("\n")[0].split() == ["NoNewPrivs:", "1"], r
+        assert r.stdout.split("\n")[-2] != "0" and s.run(mounts).stdout == before, r
+
+
+@pytest.mark.docker
+def test_docker_pool_keeps_quotas_apart():
+    """A started container waiting in the pool has the quota it was made with: a session that
+    asks for a smaller one must not get it."""
+    sb = sandbox_or_skip("docker")
+    sb.run("true", limits=TIGHT)  # leaves a pooled container with the default quota
+    with sb.session(limits=TIGHT.with_(disk_bytes=4 << 20)) as s:
+        assert s.run("head -c 8000000 /dev/zero > fill").status == Status.OLE

@@ -303,8 +303,18 @@ def _oom_file(api, cid: str) -> str | None:
 
 
 def _container_key(limits: Limits, network: bool, image: str) -> tuple:
-    """What a container fixes at creation; commands may still tighten time and output limits."""
-    return (image, network, limits.memory_mb, limits.processes, limits.cpus, limits.file_bytes)
+    """What a container (and its scratch quota) fixes at creation; commands may still tighten
+    time and output limits."""
+    return (
+        image,
+        network,
+        limits.memory_mb,
+        limits.processes,
+        limits.cpus,
+        limits.file_bytes,
+        limits.disk_bytes,
+        limits.disk_files,
+    )
 
 
 class _Pool:
@@ -337,9 +347,14 @@ class _Pool:
             self.filling.add(key)
 
         def fill() -> None:
-            image, network, memory_mb, processes, cpus, file_bytes = key
+            image, network, memory_mb, processes, cpus, file_bytes, disk_bytes, disk_files = key
             limits = Limits(
-                memory_mb=memory_mb, processes=processes, cpus=cpus, file_bytes=file_bytes
+                memory_mb=memory_mb,
+                processes=processes,
+                cpus=cpus,
+                file_bytes=file_bytes,
+                disk_bytes=disk_bytes,
+                disk_files=disk_files,
             )
             try:
                 while not _closing.is_set():

@@ -90,7 +90,15 @@ def limit_wrapper(
     if not network and IS_ROOT and shutil.which("unshare"):
         argv += ["unshare", "--net"]
     if uid is not None:
-        argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        # no_new_privs: the host's setuid binaries (mount, passwd, ...) give the uid nothing.
+        argv += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--",
+        ]
     cpu = math.ceil(limits.cpu_limit_s)
     argv += ["prlimit", f"--cpu={cpu}:{cpu + 1}", f"--fsize={limits.file_bytes}", "--core=0"]
     if address_space:
