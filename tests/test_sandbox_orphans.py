@@ -118,3 +118,29 @@ def test_pool_workers_die_with_their_parent():
         return True
 
     assert wait_for(gone), "pool workers outlived their parent"
+
+
+def test_reaper_takes_only_its_own_dirs(tmp_path):
+    """A dir named like a dead owner's scratch, planted by someone else (or naming uid 0), is
+    neither removed nor a reason to kill anything."""
+    from rlclimb.environments.sandbox import scratch
+
+    dead = f"{scratch.owner_id().split('.')[0]}.999999999.1"
+    planted = tmp_path / f"rlclimb-sbx-{dead}-u0-x"
+    planted.mkdir()
+    os.chown(planted, 12345, 12345)
+    ours = tmp_path / f"rlclimb-sbx-{dead}-u-y"
+    ours.mkdir(mode=0o711)
+    os.chmod(ours, 0o711)
+    assert scratch.reap_orphans(str(tmp_path)) == 1
+    assert planted.is_dir() and not ours.exists()
+    sleeper = subprocess.Popen(["sleep", "30"])  # a root process: kill_uid(0) would end it
+    try:
+        planted.chmod(0o711)
+        os.chown(planted, 0, 0)
+        scratch._reaped.clear()
+        scratch.reap_orphans(str(tmp_path))
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -102,7 +102,7 @@ _reap_lock = threading.Lock()
 def reap_orphans(base: str | None = None) -> int:
     """Remove scratch dirs (and their mounts) whose owner process is gone, after killing what
     still runs as their uid; once per process and base dir. Returns how many were removed."""
-    from .hostproc import kill_uid
+    from .hostproc import UID_BASE, UID_SPAN, kill_uid
 
     base = base or scratch_base()
     with _reap_lock:
@@ -116,9 +116,15 @@ def reap_orphans(base: str | None = None) -> int:
         return 0
     for entry in entries:
         m = _OWNER_DIR.match(entry.name)
-        if m is None or owner_alive(m.group(1)) or not entry.is_dir(follow_symlinks=False):
+        if m is None or owner_alive(m.group(1)):
             continue
-        if m.group(2):
+        try:  # ours only: anyone may create a dir by that name in a shared /tmp
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            continue
+        if m.group(2) and UID_BASE <= int(m.group(2)) < UID_BASE + UID_SPAN:
             kill_uid(int(m.group(2)))
         remove_tree(entry.path)
         removed += 1
