@@ -111,10 +111,10 @@ class TaxonomyConfig(CurateConfig):
     path: str | None = None  # taxonomy YAML; default: the packaged stages/data/taxonomy.yaml
     backend: Backend = "minilm"  # rlclimb.stages.embedding backend (minilm, minilm-int8, static)
     min_similarity: float = 0.2  # below: unknown topic (~4% of the STEM items in tests/data/curate_*.jsonl; half the non-STEM ones)
-    # Document context: the section heading is read with the question, and the mean topic scores
-    # of the other items of the same document (in the batch) are added with this weight: a book on
-    # abstract algebra makes "groups of order 8" algebra, not chemistry. 0 turns the prior off.
-    document_prior: float = 1.0
+    # Document context: the section heading is read with the question, and the domain most other
+    # items of the same document (in the batch) fall in gets this bonus x their share: a book on
+    # abstract algebra makes "groups of order 8" math, not chemistry. 0 turns the prior off.
+    document_prior: float = 0.2
     with_heading: bool = True
     unknown: Literal["other", "drop"] = "other"
     batch_size: int = 128
@@ -159,6 +159,7 @@ class TaxonomyStage(CurateStage):
         super().setup(ctx)
         taxonomy = self._taxonomy[0]
         self.paths = [f"{d}/{s}" for d, subs in taxonomy.items() for s in subs]
+        self.domains = list(taxonomy)
         if self.config.method == "llm":
             self.reply_model = create_model("TopicReply", path=(Literal[tuple(self.paths)], ...))  # type: ignore[valid-type]
             self.topics_text = "\n".join(f"- {d}/{s}: {e['description']}" for d, subs in taxonomy.items() for s, e in subs.items())
@@ -195,22 +196,29 @@ class TaxonomyStage(CurateStage):
         return 0.5 * best + 0.5 * sims[:, self.description_index]
 
     def classify_vectors(self, vectors, documents: list[str] | None = None) -> list[tuple[str, float]]:
-        """(path, similarity) for each embedded question; with `documents`, the document prior
-        (mean scores of the other items of the same non-empty document) is added before the argmax.
-        The similarity reported is the question's own score, which `min_similarity` applies to."""
+        """(path, similarity) for each embedded question. With `documents`, a document prior: the
+        subtopics of the domain most of the document's other items (in the batch) fall in get
+        `document_prior` x that share added before the argmax. The similarity reported is the
+        question's own score, which `min_similarity` applies to."""
         import numpy as np
 
         score = self.subtopic_scores(vectors)
         total = score
         if documents is not None and self.config.document_prior:
             total = score.copy()
+            domain_of = np.array([self.domains.index(p.split("/")[0]) for p in self.paths])
+            own = domain_of[score.argmax(axis=1)]
             docs = np.array(documents, dtype=object)
             for doc in set(documents) - {""}:
                 rows = np.flatnonzero(docs == doc)
-                if len(rows) < 2:
+                if len(rows) < 3:
                     continue
-                others = (score[rows].sum(axis=0)[None, :] - score[rows]) / (len(rows) - 1)  # leave-one-out
-                total[rows] += self.config.document_prior * others
+                counts = np.bincount(own[rows], minlength=len(self.domains))
+                for r in rows:  # leave the item itself out of its prior
+                    others = counts.copy()
+                    others[own[r]] -= 1
+                    top = int(others.argmax())
+                    total[r, domain_of == top] += self.config.document_prior * others[top] / (len(rows) - 1)
         top = total.argmax(axis=1)
         return [(self.paths[t], float(score[i, t])) for i, t in enumerate(top)]
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from string import Template
 from typing import Literal
 
 from pydantic import BaseModel
@@ -167,15 +168,18 @@ _BIG_BASE = re.compile(r"\b\d{6,}\s*\(mod\b")
 def _flattened_powers(text: str) -> str | None:
     """A letter that is both bare and glued to digits, with an attached coefficient or other powers,
     in the same run of math: `x5 −1 = (x+1)(x4 +x3 ...)`, `5x2 + 3x −4`, `x4 −2x2 + 25`. Subscripts
-    glue digits too (`c1 f1 + c2 f2`), but a subscripted letter is seldom also bare or multiplied."""
+    glue digits too (`c1 f1 + c2 f2`), but they start at 1 and a subscripted letter is seldom also
+    bare (`Q[x]`, `(x)`, `+ x`)."""
     glued: dict[str, list[tuple[str, str]]] = {}
     for m in _GLUED.finditer(text):
         glued.setdefault(m.group(2), []).append((m.group(1), m.group(3)))
     for letter, uses in glued.items():
         coefficient = any(c for c, _ in uses)
         suffixes = {s for _, s in uses}
-        bare = re.search(_BARE.format(l=letter) + r"\s*[+−\-)]|[+−\-(]\s*\d*" + _BARE.format(l=letter), text)
-        if (bare and (coefficient or len(suffixes) >= 2)) or (coefficient and len(suffixes) >= 2 and "1" not in suffixes):
+        if "1" in suffixes:  # x^1 is never printed: "x1, x2" are subscripts
+            continue
+        bare = re.search(_BARE.format(l=letter) + r"\s*[+−\-)\]]|[+−\-(\[]\s*\d*" + _BARE.format(l=letter), text)
+        if bare or coefficient and len(suffixes) >= 2:
             return f"{letter}{sorted(suffixes)[-1]}"
     return None
 
@@ -278,7 +282,7 @@ class UsabilityStage(CurateStage):
             return flag(record, self.config.on_sure, sure.reason, sure.detail)
         if not found:
             return record
-        prompt = load_prompt(self.config.prompt).format(
+        prompt = Template(load_prompt(self.config.prompt)).safe_substitute(  # $-fields: questions are full of braces
             question=record["question"], answer=record["answer"],
             concerns="; ".join(f"{f.reason}: {f.detail}" for f in found))
         reply, completion = await self.ask(ctx, prompt, UsabilityReply)
