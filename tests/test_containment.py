@@ -417,3 +417,19 @@ def test_docker_pool_keeps_quotas_apart():
     sb.run("true", limits=TIGHT)  # leaves a pooled container with the default quota
     with sb.session(limits=TIGHT.with_(disk_bytes=4 << 20)) as s:
         assert s.run("head -c 8000000 /dev/zero > fill").status == Status.OLE
+
+
+@each_backend
+def test_sysv_shared_memory_does_not_outlive_the_run(backend):
+    """A SysV segment survives its creator unless the IPC namespace goes with it."""
+    sb = sandbox_or_skip(backend)
+    key = 0x5EED0000 + (os.getpid() & 0xFFFF)
+    make = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        f"print(libc.shmget({key}, 32 << 20, 0o1000 | 0o600) >= 0)\n"  # IPC_CREAT
+    )
+    r = sb.run(["python3", "-c", make], limits=TIGHT)
+    assert r.stdout.strip() in ("True", "False"), r
+    with open("/proc/sysvipc/shm") as f:
+        keys = {int(line.split()[0]) for line in list(f)[1:]}
+    assert key not in keys

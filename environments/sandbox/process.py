@@ -3,7 +3,7 @@
 The weakest backend, for machines with neither Docker nor bubblewrap: it sees the host's
 filesystem (a throwaway uid cannot read private files such as /root, but can read world-readable
 ones: keep datasets with expected outputs unreadable to others, or use bwrap/docker) and its
-memory bound is the address-space rlimit. As root it runs in a new mount namespace whose /tmp
+memory bound is the address-space rlimit. As root it runs in new mount and IPC namespaces; /tmp
 and /dev/shm are the scratch quota's `tmp/` and `shm/` (private, bounded, removed with the
 session), with the scratch dir bound back at its own path inside that /tmp.
 """
@@ -40,6 +40,7 @@ class ProcessSession(HostSession):
         private = [
             "unshare",
             "--mount",
+            "--ipc",  # SysV shm and message queues die with the command, not with the host
             *([] if self.network else ["--net"]),
             "--",
             "sh",
