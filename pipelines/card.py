@@ -9,6 +9,7 @@ Every number comes from stats.json / mix.json / reports/*.json and the data file
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from importlib import resources
@@ -120,7 +121,7 @@ def figures(d: Description, folder: Path) -> dict[str, Path]:
 
 
 def slug(name: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-").lower() or "source"
+    return re.sub("-+", "-", "".join(c if c.isalnum() else "-" for c in name)).strip("-").lower() or "source"
 
 
 # ---- markdown ------------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ def models_section(d: Description) -> str:
         parts.append(table(["run", "stage", "tier / tag", "requests", "prompt tokens", "completion tokens", "cost $"],
                            [[u["run"], u["stage"], u["tier"], u["requests"], u["prompt_tokens"],
                              u["completion_tokens"], f"{u['cost']:.4f}"] for u in usage]))
-        total = sum(u["cost"] for u in usage if u["tier"] == "-" or "/" not in u["tier"])
+        total = sum(u["cost"] for u in usage)  # a stage's rows are per tag when it has tags, else one
         parts.append(f"Total LLM cost: ${total:.4f}.")
     return "\n\n".join(parts) or "No LLM or model calls: every stage ran on embedded rules."
 

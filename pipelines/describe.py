@@ -133,6 +133,21 @@ def describe_run(path: Path) -> Description:
                        read_frame(path, files), reports_of(path, ""))
 
 
+def upstream(run: Description) -> list[Description]:
+    """The runs whose data a run read (e.g. the curation run under a stem-score run), nearest first:
+    their funnels belong to the dataset's story too."""
+    found = []
+    for file in (run.config.get("inputs") or {}).get("files") or []:
+        parent = Path(file).parent
+        root = parent.parent if parent.name == "data" else None
+        if root is not None and (root / "config.json").exists() and (root / "stats.json").exists():
+            if all(root.resolve() != f.path.resolve() for f in found):
+                source = describe_run(root)
+                source.name = f"{run.name} <- {root.name}"
+                found += [source, *upstream(source)]
+    return found
+
+
 def describe_mix(path: Path) -> Description:
     manifest = json.loads((path / MANIFEST).read_text())
     files = manifest["files"]
@@ -145,6 +160,7 @@ def describe_mix(path: Path) -> Description:
             source = describe(run)
             source.name = s["name"]
             sources.append(source)
+            sources += [u for u in upstream(source) if all(u.path.resolve() != x.path.resolve() for x in sources)]
     desc = Description(path, "mix", manifest["name"], "mix", manifest, {}, files, read_frame(path, files),
                        reports_of(path, "mix/"), sources)
     for source in sources:

@@ -122,7 +122,7 @@ def drop_examples(d: Description) -> dict[str, dict[str, Any]]:
 
 
 CURVES = {"reward": ("reward_all", "reward"), "pass rate": ("pass_rate_all", "eval/pass@1"),
-          "entropy": ("entropy",), "clip rate": ("clip_low", "clip_high", "clip_outer")}
+          "entropy": ("entropy",), "clip rate": ("clip/low", "clip/high", "clip/outer")}
 
 
 def training_figure(metrics: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -154,10 +154,11 @@ def training_figure(metrics: Path) -> tuple[str, list[dict[str, Any]]]:
 def training_report(path: Path) -> str:
     img, rows = training_figure(path / "metrics.jsonl")
     config = json.loads((path / "config.json").read_text()) if (path / "config.json").exists() else {}
-    keys = [k for k in ("step", "reward_all", "pass_rate_all", "entropy", "clip_low", "clip_high", "k", "eval/pass@1")
+    keys = [k for k in ("step", "reward_all", "pass_rate_all", "entropy", "clip/low", "clip/high", "clip/outer", "k",
+                        "truncation", "eval/pass@1")
             if any(k in r for r in rows)]
     steps = table(keys, [[r.get(k, "") if not isinstance(r.get(k), float) else f"{r[k]:.4f}" for k in keys] for r in rows if "step" in r])
-    meta = config.get("meta") or {}
+    meta = config.get("meta") or config  # {model, mix} as rlclimb train records them
     cards = (f'<div class="cards"><div class="card"><b>{len(rows)}</b>steps logged</div>'
              f'<div class="card"><b>{e(meta.get("model", "?"))}</b>model</div>'
              f'<div class="card"><b>{e(Path(str(meta.get("mix", "?"))).name)}</b>mix</div></div>')
