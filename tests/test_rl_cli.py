@@ -48,7 +48,10 @@ def model_path(tokenizer, tmp_path):  # noqa: F811
     return path
 
 
-def test_train_command(model_path, tmp_path):
+def test_train_command(model_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLCLIMB_TORCH_THREADS", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # torch's default on a 2-core machine
     data = tmp_path / "items.jsonl"
     data.write_text(
         "".join(
@@ -64,6 +67,8 @@ def test_train_command(model_path, tmp_path):
         ["train", str(data), "--model", str(model_path), "--out", str(out), "--steps", "1", *FAST],
     )
     assert result.exit_code == 0, result.output
+    assert torch.get_num_threads() == 1  # capped as the local LLM backend does
+    torch.set_num_threads(threads)
     assert "1 rows skipped" in result.output and "3 training items" in result.output
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1] and "eval/pass@1" in rows[1]
@@ -176,11 +181,11 @@ def test_spec_config_and_clip_range():
     from rlclimb.rl.config import GRPOConfig
 
     spec = GRPOConfig.spec()
-    assert (spec.group_size, spec.early_group_size, spec.prompts_per_step * spec.group_size) == (
-        128,
-        16,
-        7040,
-    )
+    # SPEC: a global batch of 7040 sequences per gradient step, 5 gradient steps per inference
+    # update (here: per batch of rollouts)
+    assert (spec.group_size, spec.early_group_size, spec.minibatches) == (128, 16, 5)
+    assert spec.sequences_per_gradient_step == 7040
+    assert spec.prompts_per_step * spec.group_size == 5 * 7040
     assert (spec.lr, spec.betas, spec.adam_eps, spec.top_p) == (1e-6, (0.95, 0.95), 1e-15, 0.97)
     assert spec.clip_low == pytest.approx(0.4) and spec.clip_high(0.5) == pytest.approx(3.0)
     with pytest.raises(ValueError):

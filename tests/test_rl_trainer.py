@@ -368,3 +368,92 @@ def test_resume_is_bit_for_bit(tokenizer, tmp_path):
         tmp_path / "b" / "rollouts.jsonl"
     ).read_text()
     assert [p.name for p in (tmp_path / "b" / "checkpoints").iterdir()] == ["step-000004"]
+
+
+def count_host_syncs(monkeypatch):
+    """Counts tensor -> Python conversions made from rl/ code (each one waits for the device on a
+    GPU): tolist, item, bool/int/float, nonzero, cpu."""
+    import sys
+
+    calls = []
+    for name in ("tolist", "item", "__bool__", "__int__", "__float__", "nonzero", "cpu"):
+        original = getattr(torch.Tensor, name)
+
+        def spy(self, *args, _original=original, **kwargs):
+            if "/rl/" in sys._getframe(1).f_code.co_filename:
+                calls.append(1)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, spy)
+    return calls
+
+
+def test_sampler_looks_at_the_device_every_sync_every_tokens(tokenizer, monkeypatch):
+    from rlclimb.rl.rollout import generate
+
+    model = tiny_model(tokenizer)
+    results, syncs = {}, {}
+    for every in (1, 16):
+        calls = count_host_syncs(monkeypatch)
+        results[every] = generate(
+            model,
+            [[1, 2, 3], [4, 5]],
+            n=2,
+            max_new_tokens=48,
+            eos_ids=[tokenizer.eos_token_id],
+            pad_id=tokenizer.eos_token_id,
+            top_p=0.9,
+            temperature=0.07,
+            generator=torch.Generator().manual_seed(0),
+            sync_every=every,
+            full_sort=every > 1,  # the GPU path: no data-dependent branch in the nucleus
+        )
+        syncs[every] = len(calls)
+        monkeypatch.undo()
+    assert syncs[1] >= 48 and syncs[16] <= 3 * 10  # 3 looks at the device, not 48
+    a = [s for g in results[1] for s in g]
+    b = [s for g in results[16] for s in g]
+    assert [s.completion_ids for s in a] == [s.completion_ids for s in b]
+    def kept_sets(samples):  # (ties may come in another order)
+        return [[sorted(ids) for ids in s.nucleus_ids] for s in samples]
+
+    assert kept_sets(a) == kept_sets(b)
+    assert [s.nucleus_sizes for s in a] == [s.nucleus_sizes for s in b]
+    assert all(len(s.completion_ids) == 48 and s.truncated for s in a)
+
+
+def test_rows_stop_at_their_end_of_turn_token(tokenizer):
+    from rlclimb.rl.rollout import generate
+
+    stops = list(range(0, len(tokenizer), 3))  # a third of the vocabulary ends a turn
+    for every in (1, 8):
+        (group,) = generate(
+            tiny_model(tokenizer),
+            [[1, 2, 3]],
+            n=6,
+            max_new_tokens=20,
+            eos_ids=stops,
+            pad_id=0,
+            generator=torch.Generator().manual_seed(0),
+            sync_every=every,
+        )
+        for s in group:
+            ends = [t in stops for t in s.completion_ids]
+            assert len(s.logprobs) == len(s.nucleus_sizes) == len(s.completion_ids)
+            assert not any(ends[:-1]) and ends[-1] == (not s.truncated)
+        assert any(len(s.completion_ids) < 20 for s in group)
+
+
+def test_rollouts_keep_the_whole_templated_prompt(tokenizer, tmp_path):
+    trainer = make(tokenizer, tmp_path, steps=1, log_rollouts=True)
+    trainer.train()
+    rows = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    item = next(i for i in trainer.train_items if i.id == rows[0]["prompt_id"])
+    assert rows[0]["prompt"] == trainer.prompt_text(item)
+    assert "<|im_start|>user" in rows[0]["prompt"] and item.record.question in rows[0]["prompt"]
+    assert rows[0]["prompt"].endswith("<|im_start|>assistant\n")
+
+
+def test_true_sample_mean_says_it_is_sample_mean_without_packing(tokenizer, tmp_path):
+    with pytest.warns(UserWarning, match="does not pack"):
+        make(tokenizer, tmp_path, aggregation="true-sample-mean")
