@@ -107,3 +107,48 @@ def test_drip_mode_delivers_a_reply_slowly(llm_server: ScriptedServer):
     llm_server.queue(Reply("hi", drip_s=0.002))
     client = make_client(llm_server, timeout_s=30.0, max_retries=0)
     assert run(client, lambda: client.complete("solver", MSG)).text == "hi"
+
+
+BROKEN_SAMPLES = {
+    "list content": lambda: Reply(["So the answer is \\boxed{10}"]),
+    "string message": lambda: Reply(message="So the answer is \\boxed{10}"),
+    "negative usage": lambda: Reply("So the answer is \\boxed{10}",
+                                    usage={"prompt_tokens": -8_000_000_000, "completion_tokens": 1}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", BROKEN_SAMPLES.values(), ids=BROKEN_SAMPLES.keys())
+def test_stem_score_retries_malformed_samples_once_the_server_is_fixed(llm_server, tmp_path, broken):
+    """A malformed sample is a transient drop, not a wrong answer nor a cached error:
+    `--retry-transient` asks the fixed server again and gets the true pass rates."""
+    from helpers.score import handler, tier_config
+    from test_score_pipeline import SCRIPT, data, items, ledger, run
+
+    from rlclimb.pipelines.definitions.stem_score import build
+    from rlclimb.pipelines.engine import RunOptions, run_pipeline
+    from rlclimb.schemas.records import pass_rate_map
+
+    state = {"broken": True}
+    base = handler(SCRIPT)
+
+    def server(body, n):
+        text = body["messages"][-1]["content"]
+        if state["broken"] and "[mid]" in text and body["model"] == "m2" and body["seed"] >= 2:
+            return broken()
+        return base(body, n)
+
+    llm_server.script(server)
+    src, out, llm = items(tmp_path), tmp_path / "run", tier_config(llm_server)
+    first = run(src, out, llm)
+    assert ledger(out)["mid"]["reason"] == "llm_server_error" and "mid" not in data(out)
+    solve = {s["name"]: s for s in first.stats["stages"]}["solve"]["llm"]
+    assert all(v >= 0 for v in solve.values())  # nothing negative booked
+
+    state["broken"] = False
+    before = len(llm_server.requests)
+    options = RunOptions(progress=False, llm=llm, retry_transient=True)
+    run_pipeline(build([str(src)], {"solve": {"k": 4, "k_early": 2}}, 100), out, options)
+    again = {(b["model"], b["seed"]) for b in llm_server.requests[before:] if "[mid]" in str(b)}
+    assert ("m2", 2) in again
+    assert pass_rate_map(data(out)["mid"]["pass_rates"]) == {"tier-0": 0.25, "tier-1": 0.75, "tier-2": 1.0}
