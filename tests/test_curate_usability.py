@@ -44,7 +44,16 @@ def reasons(r):
     ("Calculate each of the following expressions.\n(a) (1 + i)−1", "(1 −i)/2", "expression", "a", "layout_damaged"),
     ("Let A {1, 2, 3, 4, 5}, B {3, 4, 5, 6, 7} and C {2, 3, 5}.\n(a) Find A ∩B.", "A ∩B {3, 4, 5}", "numeric", "a", "layout_damaged"),
     ("Consider the vectors u1 = 1 2 −1 0 T u2 = 3 −1 4 −2 T. Is u1 a multiple of u2?", "No", "text", None, "layout_damaged"),
+    ("Let A {x ∈N : 3 ≤x ≤13}, B {x ∈N : x is even}, and C {x ∈N : x is odd}.\n(d) Find B ∪C.", "B ∪C N", "expression", "d",
+     "layout_damaged"),  # the answer restates what is asked, its "=" lost
+    ("Recall Z (the integers).\n(b) Is 2Z ⊆Z+? 0.2 Exercises 13", "No", "boolean", "b", "layout_damaged"),  # a running header
+    ("Which of the following sets are subspaces of R3?\n(d) {(x1, x2, x3) : 3x1 −2x2 2 = 0}", "not a subspace", "text", "d",
+     "layout_damaged"),  # x_2^2
+    ("Find a primitive element in the splitting field of each of the following polynomials in Q[x].\n(a) x4 −1", "Q(i)",
+     "expression", "a", "layout_damaged"),  # x is the variable of Q[x]: x4 is x^4
     # examples, drawings, partial answers, prose
+    ("Find a basis for each of the following field extensions. What is the degree of each extension?\n(a) Q( √ 3, √ 6 ) over Q",
+     "{1, √ 2, √ 3, √ 6 }", "set", "a", "partial_answer"),  # two asks, one bare value
     ("Find an example of sets A and B such that A ∩B {3, 5} and A ∪B {2, 3, 5, 7, 8}.",
      "For example, A {2, 3, 5, 7, 8} and B {3, 5}.", "text", None, "open_ended"),
     ("Draw a Venn diagram to represent each of the following:\n(c) A ∩(B ∪C)", "A ∩(B ∪C): A B C", "expression", "c", "not_checkable"),
@@ -82,6 +91,13 @@ def test_usable_items_pass_without_a_sure_finding(question, answer, answer_type,
     r = rec(question, answer, answer_type, part)
     assert not any(sure for _, sure in reasons(r)), reasons(r)
     assert not isinstance(UsabilityStage().embedded(r, CTX), Drop)
+
+
+def test_several_unsure_doubts_of_different_kinds_drop():
+    r = rec("Let A {1, 2, . . . , 10}. How many subsets of A contain exactly one element? How many doubletons are there?",
+            "There are 10 singletons. There are 45 doubletons", "text")
+    assert all(not sure for _, sure in reasons(r)) and len({x for x, _ in reasons(r)}) >= 2
+    assert isinstance(UsabilityStage().embedded(r, CTX), Drop)
 
 
 def test_unsure_findings_are_tags_and_on_unsure_drop_drops():

@@ -23,7 +23,7 @@ ITEMS = {  # real Judson / Levin items as the text layer gives them
     "hint": ("Find a unit p(x) in Z4[x] such that deg p(x) > 1.", "Look at (2x + 1)."),
     "clean": ("Find the order of 72 in Z240.", "10"),
     "lost_eq_ok": ("Find the cardinalities: Find |A| when A {4, 5, 6, . . . , 37}", "34"),
-    "two_asks": ("Find a basis for Q(√3, √6) over Q. What is the degree of the extension?", "{1, √ 2, √ 3, √ 6 }"),
+    "two_asks": ("What are the possible orders of elements of Z6? Which elements generate Z6?", "1, 2, 3 and 6"),
 }
 
 
@@ -31,8 +31,8 @@ def script(body, n):
     prompt = body["messages"][0]["content"]
     if "A {4, 5, 6" in prompt:
         return Reply(json.dumps({"usable": True, "reason": "ok", "evidence": "A = {4, ..., 37} reads clearly"}))
-    if "What is the degree" in prompt:
-        return Reply(json.dumps({"usable": False, "reason": "partial_answer", "evidence": "the degree is not given"}))
+    if "Which elements generate" in prompt:
+        return Reply(json.dumps({"usable": False, "reason": "partial_answer", "evidence": "the generators are not given"}))
     return Reply("unexpected prompt", status=500)
 
 
@@ -52,7 +52,7 @@ def test_llm_path_asks_only_about_unsure_items(llm_server, tmp_path):
     assert sorted(kept) == ["clean", "lost_eq_ok"]
     assert (ledger["hint"]["stage"], ledger["hint"]["reason"], ledger["hint"]["model"]) == ("usability", "hint_answer", None)
     assert (ledger["two_asks"]["reason"], ledger["two_asks"]["model"]) == ("partial_answer", "local")
-    assert "the degree is not given" in ledger["two_asks"]["detail"]
+    assert "the generators are not given" in ledger["two_asks"]["detail"]
     prompts = [r["messages"][0]["content"] for r in llm_server.requests]
     assert len(prompts) == 2  # the sure hint and the clean item cost no call
     assert all(p.startswith(load_prompt("usability.v1.txt").split("\n")[0]) for p in prompts)

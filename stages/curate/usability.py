@@ -124,8 +124,9 @@ def partial_answer(question: str, answer: str) -> Finding | None:
         missing = [x for x in named if x not in answer]
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
+        bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len(answer) < 200:
-            return Finding("partial_answer", f"{len(asks)} asks, one short answer", False)
+            return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value)
     return None
 
 
@@ -184,6 +185,23 @@ def _flattened_powers(text: str) -> str | None:
     return None
 
 
+_ASKED = re.compile(r"\b(?:find|compute|calculate|determine|evaluate|simplify)\s+([^.?\n]{2,40})[.?]?\s*$", re.I)
+_HEADER_TAIL = re.compile(r"\?\s+\d+(?:\.\d+)*\s+(?:exercises|chapter|section|problems)\s+\d+\s*$", re.I)
+_SUBSCRIPT_POWER = re.compile(r"(?<![A-Za-z])[a-z]\d\s\d(?=\s*[=+−\-])")  # "x2 2 = 0": x_2^2
+
+
+def restated_without_relation(question: str, answer: str) -> str | None:
+    """"Find B ∪C." answered "B ∪C N": the answer repeats what is asked, and the "=" between is lost."""
+    m = _ASKED.search(question)
+    if not m:
+        return None
+    asked = re.sub(r"\s+", "", m.group(1))
+    compact = re.sub(r"\s+", "", answer)
+    if len(asked) >= 2 and compact.startswith(asked) and len(compact) > len(asked) and compact[len(asked)] not in "=≡:≈<>≤≥,.":
+        return m.group(1).strip()
+    return None
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
@@ -204,8 +222,15 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
         if power:
             found.append(Finding("layout_damaged", f"{where}: superscripts flattened: {power!r}",
                                  not (verdict and where == "question")))
+        if _SUBSCRIPT_POWER.search(text):
+            found.append(Finding("layout_damaged", f"{where}: a power after a subscript flattened: "
+                                                   f"{_SUBSCRIPT_POWER.search(text).group(0)!r}", True))
         if _BIG_BASE.search(text):
             found.append(Finding("layout_damaged", f"{where}: an exponent may be glued to its base", False))
+    if (restated := restated_without_relation(question, answer)) is not None:
+        found.append(Finding("layout_damaged", f"answer: {restated!r} restated without its relation sign", True))
+    if _HEADER_TAIL.search(question):
+        found.append(Finding("layout_damaged", "question: a running header after the question", True))
     return next((f for f in found if f.sure), found[0] if found else None)
 
 
@@ -269,6 +294,8 @@ class UsabilityStage(CurateStage):
         for f in found:
             if f.sure:
                 return flag(record, self.config.on_sure, f.reason, f.detail)
+        if len({f.reason for f in found}) >= 2:  # independent doubts add up
+            return flag(record, self.config.on_sure, found[0].reason, "; ".join(f.detail for f in found))
         for f in found:
             result = flag(record, self.config.on_unsure, f"maybe_{f.reason}", f.detail)
             if isinstance(result, Drop):
@@ -280,6 +307,8 @@ class UsabilityStage(CurateStage):
         sure = next((f for f in found if f.sure), None)
         if sure is not None:  # rules that are sure need no model
             return flag(record, self.config.on_sure, sure.reason, sure.detail)
+        if len({f.reason for f in found}) >= 2:
+            return flag(record, self.config.on_sure, found[0].reason, "; ".join(f.detail for f in found))
         if not found:
             return record
         prompt = Template(load_prompt(self.config.prompt)).safe_substitute(  # $-fields: questions are full of braces
