@@ -25,6 +25,7 @@ from ..rundir import RunDir
 from ..stage import Record
 from .executors import LocalExecutor
 from .fingerprint import check_and_bind
+from .housekeeping import clean_tmp
 from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .retry import reopen_transient
 
@@ -37,6 +38,7 @@ def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None
         check_and_bind(stage, options.llm, options.seed)  # and the run's part of each fingerprint
     run = RunDir(Path(out))
     with run.lock():
+        clean_tmp(run)  # spill files a killed run left behind
         run.write_config(pipeline, options)
         executor = LocalExecutor(pipeline, run, options)
         if options.retry_transient:

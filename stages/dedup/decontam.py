@@ -37,6 +37,8 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 
 from ..embedding import Backend, load_embedder, missing_extra
 from ..qa.importer import QUESTION_FIELDS
+from ..quantities import compatible as quantities_compatible
+from ..quantities import quantities
 from ..text_keys import NumberPolicy, canonical_text, numbers, numbers_compatible
 from .common import input_text, write_report
 from .minhash_sketch import MinHasher
@@ -66,7 +68,12 @@ class DecontamConfig(StageConfig):
     num_perm: int = Field(128, ge=16, le=1024)
     vector_backend: Backend = "minilm"
     vector_threshold: float | None = Field(None, gt=0, le=1)  # None = the backend's default
-    numbers: NumberPolicy = "subset"  # fuzzy matches must state compatible numbers
+    # fuzzy matches must state compatible numbers. quantities (default): quantities normalized
+    # (stages/quantities.py: number words, fractions, percentages, twice/half, dozen, times of
+    # day, units) and each side's covered by the other's at least `numbers_cover`;
+    # exact / subset / ignore: the plain numbers multiset (text_keys.numbers_compatible)
+    numbers: NumberPolicy | Literal["quantities"] = "quantities"
+    numbers_cover: float = Field(0.6, ge=0, le=1)
     batch_size: int = Field(1024, ge=1)
     report_matches: int = Field(10_000, ge=0)  # matches listed in the report (all are ledgered)
 
@@ -197,7 +204,7 @@ class BenchmarkIndex:
     def __init__(self, items: list[BenchmarkItem], config: DecontamConfig):
         self.items, self.config = items, config
         canon = [canonical_text(it.text) for it in items]
-        self.numbers = [numbers(t, canonical=True) for t in canon]
+        self.numbers = [self._numbers(it.text, t) for it, t in zip(items, canon, strict=True)]
         self.exact = {exact_key(t): i for i, t in reversed(list(enumerate(canon))) if t}
         self.hasher = self.bands = self.sigs = None
         if "minhash" in config.matchers:
@@ -213,10 +220,18 @@ class BenchmarkIndex:
             self.embedder = load_embedder(config.vector_backend)
             self.faiss = build_vector_index(self.embedder.encode([embedding_text(it.text) for it in items]))
 
+    def _numbers(self, text: str, canon: str) -> tuple:
+        return quantities(text) if self.config.numbers == "quantities" else numbers(canon, canonical=True)
+
+    def _compatible(self, a: tuple, b: tuple) -> bool:
+        if self.config.numbers == "quantities":
+            return quantities_compatible(a, b, self.config.numbers_cover)
+        return numbers_compatible(a, b, self.config.numbers)
+
     def match(self, texts: list[str]) -> list[Match | None]:
         c = self.config
         canon = [canonical_text(t) for t in texts]
-        nums = [numbers(t, canonical=True) for t in canon]
+        nums = [self._numbers(t, ct) for t, ct in zip(texts, canon, strict=True)]
         found: list[Match | None] = [None] * len(texts)
         if "exact" in c.matchers:
             for i, t in enumerate(canon):
@@ -231,7 +246,7 @@ class BenchmarkIndex:
                 best, best_j = 0.0, -1
                 for j in cands:
                     score = float((sigs[row] == self.sigs[j]).mean())
-                    if score >= c.minhash_threshold and score > best and numbers_compatible(nums[i], self.numbers[j], c.numbers):
+                    if score >= c.minhash_threshold and score > best and self._compatible(nums[i], self.numbers[j]):
                         best, best_j = score, j
                 if best_j >= 0:
                     found[i] = Match(self.items[best_j], "minhash", round(best, 4))
@@ -244,7 +259,7 @@ class BenchmarkIndex:
                 for sim, j in zip(sims[row], idx[row], strict=True):
                     if sim < c.cosine:
                         break
-                    if j >= 0 and numbers_compatible(nums[i], self.numbers[j], c.numbers):
+                    if j >= 0 and self._compatible(nums[i], self.numbers[j]):
                         found[i] = Match(self.items[j], "vector", round(float(sim), 4))
                         break
         return found
