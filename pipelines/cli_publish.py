@@ -10,6 +10,8 @@ import typer
 from rich.markup import escape
 
 from .cli import app, apply_sets, console, err_console, fail
+from .readers import InputError
+from .rundir import check_dir
 
 
 @app.command()
@@ -24,6 +26,10 @@ def mix(
 
     from .mix import MixError, build_mix, load_spec
 
+    try:  # never write into (or over) a directory rlclimb did not create
+        check_dir(out, "mix")
+    except InputError as e:
+        fail(str(e))
     try:
         parsed = load_spec(spec)
         if set_:

@@ -37,7 +37,7 @@ import yaml
 
 from rlclimb.environments.base import kind_of
 from rlclimb.schemas.arrow import arrow_schema
-from rlclimb.schemas.io import JsonlError, read_jsonl, read_rows, write_parquet
+from rlclimb.schemas.io import JsonlError, load_yaml, read_jsonl, read_rows, write_parquet
 from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem, pass_rate_map
 
 MANIFEST = "mix.json"
@@ -167,7 +167,7 @@ def select_rows(rows: list[dict[str, Any]], source: MixSource, seed: int,
 
 def load_spec(path: Path) -> MixSpec:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
     except OSError as e:
         raise MixError(f"cannot read mix spec {path}: {e.strerror}") from None
     except yaml.YAMLError as e:

@@ -167,7 +167,7 @@ class RunDir:
 
 
 def claim_dir(path: Path, kind: str) -> None:
-    """Make `path` an rlclimb output directory of `kind` ("run", "decontam", "train"), or refuse
+    """Make `path` an rlclimb output directory of `kind` ("run", "decontam", "train", ...), or refuse
     with an InputError (the CLI's one-line exit 2). rlclimb replaces files in its output
     directories, so it only writes into one it created: a new or empty directory gets the marker;
     one with the marker is ours; anything else in the way is refused rather than touched."""
@@ -220,6 +220,8 @@ _LEGACY_KEYS = {"run": {"pipeline", "segments"}, "train": {"grpo"}}  # in their 
 def _legacy(path: Path, kind: str) -> bool:
     if kind == "decontam":
         return (path / "report.json").is_file() and (path / "matches.jsonl").is_file()
+    if kind == "mix":  # `rlclimb mix` writes no marker: its manifest says what the directory is
+        return (path / "mix.json").is_file()
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):

@@ -148,3 +148,13 @@ def test_decontam_reruns_into_its_own_directory_but_not_a_run_directory(tmp_path
     assert run_qa(src, run).exit_code == 0
     res = cli("decontam", "-b", src, "-i", src, "--out", run, "--matchers", "exact", "-q")
     one_line_error(res, str(run), "rlclimb run directory, not a decontam directory")
+
+
+def test_mix_refuses_a_foreign_directory_with_a_data_folder(tmp_path):
+    spec = tmp_path / "mix.yaml"
+    spec.write_text("sources: []\n")
+    out = tmp_path / "mine"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "precious.txt").write_text("do not delete")
+    one_line_error(cli("mix", spec, "--out", out), str(out), "not an rlclimb mix directory")
+    assert (out / "data" / "precious.txt").read_text() == "do not delete"
