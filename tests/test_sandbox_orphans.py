@@ -144,3 +144,74 @@ def test_reaper_takes_only_its_own_dirs(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                        found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_workers_run_leaves_nothing(tmp_path):
+    """`rlclimb run code-problems --workers 2`, killed with -9 while a worker has a reference
+    running in a sandbox: the workers and their sandboxed programs die with it, and the next
+    start removes the scratch dirs they left."""
+    from helpers.sandboxes import fast_backend
+
+    backend = fast_backend()
+    sandbox_or_skip(backend)
+    marker = f"rlclimb-worker-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    row = {
+        "id": "slow",
+        "statement": "Sleep.",
+        "tests": [{"input": "", "output": "x"}] * 5,
+        "solutions": [f"import os\nos.execvp('sleep', [{marker!r}, '120'])\n"],
+        "time_limit": 100,
+    }
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps(row) + "\n")
+    cli = [sys.executable, "-c", "from rlclimb.pipelines.cli import main; main()"]
+    args = ["run", "code-problems", "--input", str(src), "--out", str(tmp_path / "run")]
+    sets = ["--set", f"verify.backend={backend}", "--set", "verify.max_time_limit_s=100"]
+    run = subprocess.Popen([*cli, *args, *sets, "--workers", "2", "-q"], cwd="/")
+    try:
+        assert wait_for(lambda: procs_with(marker), timeout=120), "the reference never started"
+        workers = children(run.pid)
+        assert workers, "no worker processes"
+        owners = {f".{w}." for w in workers}
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rpartition(")")[2].split()[0] != "Z"
+        except OSError:
+            return False
+
+    assert wait_for(lambda: not any(alive(w) for w in workers)), "workers outlived the run"
+    assert wait_for(lambda: not procs_with(marker)), "the sandboxed reference outlived the run"
+    from rlclimb.environments.sandbox.scratch import scratch_base
+
+    def left() -> list[str]:
+        return [n for n in os.listdir(scratch_base()) if any(o in n for o in owners)]
+
+    nxt = spawn(
+        "import sys; from rlclimb.environments.sandbox import get_sandbox\n"
+        "print(get_sandbox(sys.argv[1]).run('echo ok').stdout, end='', flush=True)",
+        backend,
+    )
+    assert nxt.communicate(timeout=120)[0] == "ok\n"
+    assert left() == []

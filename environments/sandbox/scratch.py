@@ -50,9 +50,11 @@ def scratch_base() -> str:
 
 
 def _start_time(pid: int) -> str | None:
+    """The process's start time (clock ticks after boot); None when it is gone or a zombie."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[19].decode()
+            fields = f.read().rpartition(b")")[2].split()
+        return None if fields[0] in (b"Z", b"X") else fields[19].decode()
     except (OSError, IndexError):
         return None
 
