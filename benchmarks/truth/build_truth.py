@@ -7,7 +7,8 @@ Each truth file (`<book>.json`) holds labels, counts and page numbers only, neve
 How each is built (the PDF's own text is read with `page.get_text()` only: no layout analysis,
 none of the pipeline's structure code):
 - levin: from the book's LaTeX source (github.com/oscarlevin/discrete-book at f247ff7, the commit
-  of the PDF): per section file the count of `\\question`s and of `answer` environments; the PDF
+  of the PDF): per section file the count of `\\question`s and of `answer` environments, plus the
+  chapters' unanswered "Homework Problems" (`homework/*.tex`); the PDF
   gives each item's page (the section's "Exercises" block, items "N." in sequence, as many as the
   source has) and each answer key's page ("0.2.8." in the solutions appendix).
 - lebl: from the book's LaTeX source (github.com/JCBustamante/RELCALC-4 at 4237581, the commit of
@@ -109,7 +110,17 @@ def levin(pdf: Path, src: Path) -> dict:
         for (n, pos), has in zip(found, answered, strict=True):
             items.append({"key": f"{section}#{n}", "n": str(n), "page": t.page(pos),
                           "answer_page": keys.get((section, n)) if has else None})
+    # the chapters' "Homework Problems" (\noanswers\starthwsol\input{homework/X}): printed, never answered
+    homework = [(f, len(re.split(r"\\question\b", uncommented(git_show(src, LEVIN_COMMIT, f"homework/{f}.tex")))) - 1)
+                for f in re.findall(r"\\starthwsol\\input\{homework/([^}]*)\}", main)]
+    hw_heads = [m.end() for m in re.finditer(r"^Homework Problems\s*$", t.text[:sol], re.M)][-len(homework):]
+    for (f, count), h in zip(homework, hw_heads, strict=True):
+        found = sequence(t.text, label, h, sol, count)
+        assert len(found) == count, (f, len(found), count)
+        for n, pos in found:
+            items.append({"key": f"{f}-homework#{n}", "n": str(n), "page": t.page(pos), "answer_page": None})
     return {"book": pdf.name, "source": f"github.com/oscarlevin/discrete-book@{LEVIN_COMMIT[:7]} (LaTeX) + PDF pages",
+            "homework_in_source": sum(c for _, c in homework),
             "answers_in_source": sum(sum(a) for _, _, a in blocks), "answer_keys_in_pdf": len(keys), "exercises": items}
 
 

@@ -13,13 +13,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 
+def _same(a: str, b: str) -> bool:
+    # "Appendix A" is chapter "app-a" in the book; its key "A.1.3." says just "a"
+    return a == b or a.removeprefix("app-") == b.removeprefix("app-")
+
+
 def agreement(question_path: list[str], answer_path: list[str]) -> int:
     """How many trailing components agree; -1 when any compared component disagrees."""
     if not question_path or not answer_path or question_path[-1] != answer_path[-1]:
         return -1
     n = min(len(question_path), len(answer_path))
     for k in range(1, n + 1):
-        if question_path[-k] != answer_path[-k]:
+        if not _same(question_path[-k], answer_path[-k]):
             return -1
     return n
 

@@ -162,6 +162,7 @@ class DocumentBuilder:
         self.page_continued = False  # this page's lines continued an open item
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
+        self.exercise_places: set[tuple[str, ...]] = set()  # heading paths that had an exercise list
 
     # ---- pages ---------------------------------------------------------------------------
     def page(self, page: dict) -> Iterator[Record | tuple[Record, Drop]]:
@@ -348,6 +349,13 @@ class DocumentBuilder:
             self.zone_size = size
         self.seq_prefix, self.seq_last, self.seq_style = None, None, None
         self.instructions, self.zone_instruction = [], None
+        if h.zone == "exercises" and not h.tokens:
+            place = tuple(self.path)
+            if place in self.exercise_places and h.title:
+                # a second exercise list in the same section ("Homework Problems" after
+                # "Exercises"): its own place, so its numbers do not meet the first list's keys
+                h = Heading("named", ["z:" + re.sub(r"[^a-z0-9]+", "", h.title.lower())], None, h.title, h.zone)
+            self.exercise_places.add(place)
         if h.tokens and self.path[-len(h.tokens):] != h.tokens:  # "Exercises 2.1" under 2.1: same place
             if h.kind == "chapter":
                 self.stack = [(size, h.kind, h.tokens)]

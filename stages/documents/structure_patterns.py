@@ -71,11 +71,12 @@ def merge_path(context: list[str], tokens: list[str]) -> list[str]:
     if not context:
         return list(tokens)
     if len(tokens) >= 2:
+        ctx = [t.removeprefix("app-") for t in context]  # "A.1" under "Appendix A" (app-a)
         for k in range(min(len(context), len(tokens) - 1), 0, -1):
-            if context[-k:] == tokens[:k]:
-                return context[: len(context) - k] + tokens
-        if tokens[0] == context[0]:
-            return list(tokens)
+            if ctx[-k:] == tokens[:k]:
+                return context + tokens[k:]  # the overlap in the context's spelling
+        if tokens[0] == ctx[0]:
+            return [context[0], *tokens[1:]]
     return context + tokens
 
 
@@ -160,7 +161,7 @@ _HEADING_WORD = re.compile(
 
 
 _STRUCTURAL_START = re.compile(
-    rf"^(?:[\d(✓✔*†‡?•]|[IVX]{{1,5}}\.|(?:{_WORDNUM})\.|Exercise|EXERCISE|Problem|PROBLEM|Question|Ex\.|Prob\.|"
+    rf"^(?:[\d(✓✔*†‡?•]|[IVX]{{1,5}}\.|[A-H]\.\d|(?:{_WORDNUM})\.|Exercise|EXERCISE|Problem|PROBLEM|Question|Ex\.|Prob\.|"
     r"Exercice|Problème|Aufgabe|Übung|Ejercicio|Problema|Esercizio|Упражнение|Задача|"
     r"Example|EXAMPLE|Worked|In\s|IN\s|For\s|Use\s|Using\s|Programming|Reading|Review|Additional|Supplementary|"
     r"Practice|Selected|Further|More|Homework)"
@@ -266,7 +267,7 @@ _EXAMPLE_LABEL = re.compile(
 )
 _REFERENCE_TAIL = re.compile(r"^(?:[a-z,;)]|and\b|or\b)")  # "Exercise 19 checks ...", "Example 2.2)"
 _KEY_LABEL = re.compile(
-    rf"^(?P<num>(?:\d{{1,3}}|{_WORDNUM}|[IVX]{{1,5}})(?:\.(?:\d{{1,3}}|[IVX]{{1,5}})){{1,4}})\.?(?:\s+|$)"
+    rf"^(?P<num>(?:\d{{1,3}}|{_WORDNUM}|[IVX]{{1,5}}|[A-H])(?:\.(?:\d{{1,3}}|[IVX]{{1,5}})){{1,4}})\.?(?:\s+|$)"
 )
 _NUMBER_LABEL = re.compile(
     r"^(?P<mark>(?:[✓✔*†‡?•]\s*)+)?(?:(?P<paren>\()(?P<pnum>\d{1,4})\)|(?P<num>\d{1,4}(?:\.\d{1,3})*)(?P<punct>[.)])?)"
