@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -17,13 +19,14 @@ from rlclimb.schemas.io import load_yaml
 
 from .bookkeeping import READ_STAGE, dataset_summary
 from .cli_env import env_app
-from .definitions import PIPELINES, ConfigError
+from .definitions import PIPELINES, ConfigError, catalog, config_keys, did_you_mean, resolve
 from .engine import RunOptions, run_pipeline
 from .readers import InputError
 from .readers_head import HeadReader
 from .rundir import RunDir
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="rlclimb: verified RL data and environments.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # plain help: flags show as flags
+                  help="rlclimb: verified RL data and environments.")
 app.add_typer(env_app, name="env")
 console = Console()
 err_console = Console(stderr=True)
@@ -82,13 +85,14 @@ def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
     config = apply_sets(read_yaml_mapping(path), sets, RUN_CONFIG_KEYS)
     known = set(RUN_CONFIG_KEYS)
     if unknown := set(config) - known:
-        fail(f"unknown config key(s) {sorted(unknown)}; known: {sorted(known)}")
+        key = sorted(unknown)[0]
+        fail(f"unknown config key '{key}'{did_you_mean(key, known)}top-level keys: {', '.join(RUN_CONFIG_KEYS)}")
     return config
 
 
 @app.command()
 def run(
-    pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)}")],
+    pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)} (rlclimb pipelines); or your own package.module:function")],
     inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME")],
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
@@ -104,23 +108,38 @@ def run(
         "--force", help="replace the run in --out even if it is of another pipeline or other inputs")] = False,
 ) -> None:
     """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
-    if pipeline not in PIPELINES:
-        fail(f"unknown pipeline {pipeline!r}; available: {', '.join(PIPELINES)}")
+    try:
+        build = resolve(pipeline)
+    except ConfigError as e:
+        fail(str(e))
     if engine not in ("local", "ray"):
         fail(f"unknown engine {engine!r}; available: local, ray")
     cfg = load_config(config, set_)
     llm = None
-    try:
-        if cfg.get("llm"):
-            from .llm import LLMConfig
+    if cfg.get("llm"):
+        from .llm import LLMConfig
 
+        try:
             llm = LLMConfig.from_dict(cfg["llm"])
-        built = PIPELINES[pipeline](inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
+        except Exception as e:  # pydantic's error (wrapped), or a role naming no profile
+            cause = e if isinstance(e, ValidationError) else e.__cause__
+            if not isinstance(cause, ValidationError):
+                fail(f"config llm: {str(e).splitlines()[0]}")
+            err = cause.errors()[0]
+            where = ".".join(str(x) for x in ("llm", *err["loc"]))
+            if err["type"] == "extra_forbidden" and err["loc"][0] == "profiles":
+                from .llm import ModelProfile
+
+                fields = list(ModelProfile.model_fields)
+                fail(f"unknown key '{where}'{did_you_mean(str(err['loc'][-1]), fields)}valid keys: {', '.join(fields)}")
+            fail(f"config {where}: {err['msg']}")
+    try:
+        built = build(inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
         if limit is not None:
             built.reader = HeadReader(built.reader, limit)
     except (InputError, ConfigError) as e:
         fail(str(e))
-    except Exception as e:  # pydantic errors in the llm section, bad numbers
+    except Exception as e:  # bad numbers (shard_size), a user's build() failing
         fail(f"invalid config: {str(e).splitlines()[0]}")
     options = RunOptions(
         engine=engine,
@@ -246,6 +265,52 @@ def export(
         fail(str(e))
     console.print(f"wrote {written['path']}" + (" (data/ and the dataset card README.md)" if written["kind"] == "folder" else ""),
                   highlight=False)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        print(f"rlclimb {version('rlclimb')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def global_options(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """rlclimb: verified RL data and environments."""
+
+
+@app.command("pipelines")
+def list_pipelines() -> None:
+    """List the pipelines and their stages (rlclimb config show PIPELINE: each stage's keys)."""
+    for name in PIPELINES:
+        doc = (importlib.import_module(f"rlclimb.pipelines.definitions.{name.replace('-', '_')}").__doc__ or "").strip()
+        console.print(f"[bold]{name}[/bold]: {escape(doc.splitlines()[0].split(': ', 1)[-1]) if doc else ''}", highlight=False)
+        for cls, when in catalog(name):
+            console.print(f"  {cls.name:<15} {cls.kind:<7} {escape(when)}", highlight=False)
+
+
+config_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Show what a pipeline can be configured with.")
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)}")]) -> None:
+    """Every stage of PIPELINE with its config keys, types, defaults and what they do."""
+    if pipeline not in PIPELINES:
+        fail(f"unknown pipeline {pipeline!r}{did_you_mean(pipeline, PIPELINES)}available: {', '.join(PIPELINES)}")
+    console.print(f"{pipeline}: set keys as `stages: {{STAGE: {{KEY: VALUE}}}}` in --config YAML or "
+                  "--set STAGE.KEY=VALUE; top-level keys: " + ", ".join(RUN_CONFIG_KEYS), highlight=False)
+    for cls, when in catalog(pipeline):
+        table = Table(title=f"{cls.name} ({cls.kind}, v{cls.version}){' · ' + when if when else ''}", title_justify="left")
+        for col in ("key", "type", "default", "description"):
+            table.add_column(col, overflow="fold")
+        for key, kind, default, text in config_keys(cls):
+            table.add_row(key, kind, default if len(default) <= 40 else default[:37] + "...", text)
+        console.print(table)
 
 
 @app.command()

@@ -104,7 +104,7 @@ def test_stem_curate_on_a_previous_runs_parquet(tmp_path):
     (["verifiable.methd=llm"], "verifiable.methd"),
     (["taxonomy.path=/nonexistent/tax.yaml"], "cannot read taxonomy file /nonexistent/tax.yaml"),
     (["convert.keep_mcq_share=2"], "convert.keep_mcq_share"),
-    (["leakge.min_chars=3"], "unknown stage section(s) ['leakge']"),
+    (["leakge.min_chars=3"], "unknown stage section 'leakge'"),
 ])
 def test_bad_configuration_is_one_line_and_writes_nothing(tmp_path, sets, message):
     args = ["run", "stem-curate", "--input", write(tmp_path), "--out", tmp_path / "run", "--quiet"]
