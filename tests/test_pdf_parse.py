@@ -196,3 +196,15 @@ def test_rebuild_matrices_leaves_other_number_lines_alone():
     joined = [line("2 0", 130, 100), line("A = 4 1", 100, 112), line("5 5", 130, 124)]
     joined[1]["x1"] = joined[0]["x1"]
     assert [ln["text"] for ln in rebuild_matrices(joined)] == [r"A = \begin{pmatrix} 2 & 0 \\ 4 & 1 \\ 5 & 5 \end{pmatrix}"]
+
+
+def test_replacement_characters_on_a_prose_page_are_not_tolerated():
+    """Issue 15: digits that came out as U+FFFD (8.7% of a page's characters) scored 1.0 under the
+    30% margin meant for TeX delimiters, and cleaning then deleted them silently."""
+    prose = ("Exercise \ufffd.\ufffd Find the derivative of f(x) = x\ufffd + \ufffdx and evaluate it at x = \ufffd. "
+             "Then use the result to sketch the tangent line and explain why the slope is positive. ") * 8
+    q = assess(prose)
+    assert q.garbled == "unmapped glyphs" and q.score < 0.8, q
+    tex = ("Let A be the matrix \x12 a b c d \x13 and compute its determinant, then explain the result "
+           "for the reader in a few words of running text. ") * 8  # TeX delimiter pieces stay tolerated
+    assert assess(tex).garbled is None

@@ -145,7 +145,7 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
         # TeX math fonts leave big-delimiter pieces unmapped: ~10% of a matrix page, over 20% of
         # a page of determinants; its prose stays readable (function words), a broken font's not
         # a glyph nothing could map (U+FFFD, "(cid:N)") is no TeX delimiter: a few per mille at most
-        "unmapped glyphs": 4 * max(0.0, unmapped / n - 0.002)
+        "unmapped glyphs": 10 * max(0.0, unmapped / n - 0.002)
         + 4 * max(0.0, control / n - (0.3 if function_share >= 0.1 else 0.12)),
         "private-use glyphs": 2 * max(0.0, private / n - 0.25),
         "mixed scripts": 4 * mixed / n + 2 * isolated / max(words, 1) + (0.5 if no_digits else 0.0),
