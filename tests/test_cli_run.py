@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
+import pytest
 from helpers.textbook_gen import make_text_pdf
 from typer.testing import CliRunner
 
@@ -53,3 +56,16 @@ def test_limit_runs_the_first_items_of_jsonl_parquet_and_pdf_inputs(tmp_path):
 def test_limit_must_be_positive(tmp_path):
     result = cli("run", "qa-jsonl", "--input", qa_lines(tmp_path, 2), "--out", tmp_path / "r", "--limit", 0)
     assert result.exit_code == 2 and not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_embedding_load_prints_no_transformers_report(tmp_path):
+    """MiniLM's load used to print "BertModel LOAD REPORT ... UNEXPECTED" and a weights bar, even with -q."""
+    pytest.importorskip("sentence_transformers")
+    src = qa_lines(tmp_path, 3)
+    proc = subprocess.run([sys.executable, "-m", "rlclimb.pipelines.cli", "run", "qa-jsonl", "--input", str(src),
+                           "--out", str(tmp_path / "run"), "--set", "dedup_vector.enabled=true", "-q"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOAD REPORT" not in proc.stderr and "Loading weights" not in proc.stderr, proc.stderr
+    assert proc.stdout.strip() == f"3 records -> {tmp_path / 'run' / 'data'}"
