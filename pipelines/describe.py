@@ -115,6 +115,8 @@ def describe(path: Path) -> Description:
         raise DescribeError(f"{path}: not a directory (expected a run directory from `rlclimb run` or a mix from `rlclimb mix`)")
     if (path / MANIFEST).exists():
         return describe_mix(path)
+    if (path / "metrics.jsonl").exists():
+        raise DescribeError(f"{path} is a training run (rlclimb train), not a dataset: `rlclimb report {path}` shows it")
     if (path / "config.json").exists():
         return describe_run(path)
     raise DescribeError(f"{path} is not a run or mix directory (no config.json or {MANIFEST}): "
