@@ -1,5 +1,5 @@
 """Code environment: the response must contain a program in a fenced code block; the task reward
-is 1 only if it passes every sampled test in the sandbox (SPEC.md section 2: sparse reward, the
+is 1 only if it passes every sampled test in the sandbox (a sparse reward, the
 15 hardest tests by input length when there are more, a per-test timeout).
 
 Options (`get_environment("code", ...)`): `backend` (sandbox: auto | docker | bwrap | process),

@@ -1,4 +1,4 @@
-"""The ReAct-style episode loop (SPEC.md section 5), shared by multi-step environments.
+"""The ReAct-style episode loop (think, call a tool, read its output, repeat within budgets), shared by multi-step environments.
 
 Each step the policy (a callable: messages -> text) answers; tool calls in its answer are run
 and their observations appended as `tool` messages; control returns to the policy. All earlier

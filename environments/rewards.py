@@ -1,4 +1,4 @@
-"""Reward components shared by every environment (SPEC.md section 6).
+"""Reward components shared by every environment: task, format, language consistency, length penalty.
 
 R = R_task + w_format * R_format + w_lang * R_lang - w_len * R_len
 - R_task: the environment's verdict in [0, 1] (answer equivalence, all tests passed, ...).

@@ -1,6 +1,6 @@
-"""GRPO configuration: every number of SPEC.md section 6 as a field, with defaults scaled down for
-runs that fit a CPU (a 135M model, minutes not weeks). The SPEC value is in each comment where the
-default differs; `GRPOConfig.spec()` returns the SPEC values for a GPU-sized run."""
+"""GRPO configuration: every number of the full-scale GRPO recipe as a field, with defaults scaled down for
+runs that fit a CPU (a 135M model, minutes not weeks). The full-scale value is in each comment where the
+default differs; `GRPOConfig.spec()` returns the full-scale values for a GPU-sized run."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ class GRPOConfig(BaseModel):
 
     seed: int = 0
     steps: int = 30
-    # -- problem sampling with early exit (SPEC: G_early 16, G 128, ranges below) --------------
-    prompts_per_step: int = 4  # groups kept per step = per inference update (SPEC: 275 x 128,
+    # -- problem sampling with early exit (full scale: G_early 16, G 128, ranges below) --------------
+    prompts_per_step: int = 4  # groups kept per step = per inference update (full scale: 275 x 128,
     # five gradient steps of 7040 sequences)
     group_size: int = 8  # G: responses per prompt
     early_group_size: int = 4  # G_early: sampled first; 0 turns early exit off
@@ -31,12 +31,12 @@ class GRPOConfig(BaseModel):
     # -- rollouts -------------------------------------------------------------------------------
     temperature: float = 1.0
     top_p: float = 0.97
-    max_new_tokens: int = 128  # SPEC: 8k, doubling to 128k
+    max_new_tokens: int = 128  # full scale: 8k, doubling to 128k
     max_new_tokens_cap: int = 512
     double_every: int = 0  # double max_new_tokens every N steps (0: off)
     double_above_truncation: float = 0.3  # ... or when a step's truncation rate exceeds this
     # -- loss ------------------------------------------------------------------------------------
-    aggregation: Aggregation = "token-mean"  # SPEC: token-level, normalized over the batch
+    aggregation: Aggregation = "token-mean"  # full scale: token-level, normalized over the batch
     # (true-sample-mean differs from sample-mean only with packed sequences, not built yet)
     eps: float = 0.6  # clip range [1 - eps, (1 - eps)^-1 + k]
     k_init: float = 0.0
@@ -49,7 +49,7 @@ class GRPOConfig(BaseModel):
     is_cap: float = 2.0  # truncated importance weight min(pi_old / pi_sampler, is_cap) per token
     # (corrects sampler/learner numerics, e.g. bf16 kernels; 0 turns it off)
     logit_chunk_tokens: int = 8192  # learner logits computed this many tokens at a time
-    # -- optimizer (SPEC: AdamW 0.95/0.95, eps 1e-15, no weight decay, constant LR 1e-6) -------
+    # -- optimizer (full scale: AdamW 0.95/0.95, eps 1e-15, no weight decay, constant LR 1e-6) -------
     # 1e-6 moves a 135M model too little in the few dozen steps a CPU run affords; 1e-5 shows a
     # trend in ~30 steps without collapsing it. Use `GRPOConfig.spec()` for GPU runs.
     lr: float = 1e-5
@@ -57,7 +57,7 @@ class GRPOConfig(BaseModel):
     adam_eps: float = 1e-15
     weight_decay: float = 0.0
     grad_clip: float = 1.0
-    minibatches: int = 1  # gradient steps per batch of rollouts (SPEC: 5 per inference update)
+    minibatches: int = 1  # gradient steps per batch of rollouts (full scale: 5 per inference update)
     micro_batch_size: int = 8  # sequences per forward/backward (memory, not math)
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 autocast on a bf16 GPU
     device: str = "auto"
@@ -96,8 +96,8 @@ class GRPOConfig(BaseModel):
 
     @classmethod
     def spec(cls, **overrides) -> GRPOConfig:
-        """SPEC.md section 6 at full scale (a GPU run): 7040 sequences per gradient step, 5
-        gradient steps per inference update (a synchronous stand-in for SPEC's async engine)."""
+        """The recipe at full scale (a GPU run): 7040 sequences per gradient step, 5
+        gradient steps per inference update (a synchronous stand-in for an asynchronous rollout engine)."""
         values = dict(
             group_size=128,
             early_group_size=16,

@@ -5,7 +5,7 @@ weighted sources, each with an optional polars SQL filter and max_items).
 Each row becomes a typed record (QAItem or CodeProblem) and is routed to its environment by
 `environments.base.kind_of`. Mix weights become sampling weights: with `total`, each source
 contributes round(total * share) items (repeated if it has fewer); without it, every item is kept
-and a source is drawn in proportion to its weight (balance by sample count, SPEC.md section 8)."""
+and a source is drawn in proportion to its weight (balance by sample count)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The GRPO loss of SPEC.md section 6, as small pure-torch functions (tested against hand-computed
+"""The GRPO loss (token-level, asymmetric clip, top-p replay), as small pure-torch functions (tested against hand-computed
 values in tests/test_rl_loss.py).
 
 - Logits: the LM head and the log-softmax run in fp32 on both sides (`head_logits`), also under
   bf16 autocast: a bf16 head alone moves the sampler's and the learner's log-probs apart by
   ratios of 0.75-1.33 on unchanged weights. The learner's log-probs are computed in chunks of
   positions (`completion_logprobs`), so a [B, T, V] fp32 logit tensor never exists at long T.
-- Top-p mask replay: the sampler records, per token, the ids its nucleus kept (SPEC: which tokens
+- Top-p mask replay: the sampler records, per token, the ids its nucleus kept (that is: which tokens
   were outside it), up to NUCLEUS_IDS of them (median 3-4 at p = 0.97); a wider nucleus records
   only its size, and the learner keeps that many of its own highest logits instead (ranks move
   with the weights, so a size alone replays a different set after an update). The sampled token
@@ -199,7 +199,7 @@ def token_weights(
     mask: 1 for policy tokens (prompt, padding and tool-output tokens are 0); row: which model
     input row (a packed sequence holds several samples) each token is in; sample: which true
     sample. Modes:
-      token-mean        1 / (policy tokens in the batch)                    (SPEC default)
+      token-mean        1 / (policy tokens in the batch)                    (the default)
       token-sum         1
       sample-mean       1 / (|row| * rows): mean per input row, then over rows
       true-sample-mean  1 / (|sample| * samples): mean per true sample, then over samples;

@@ -123,7 +123,7 @@ class Trainer:
             except ImportError as e:
                 raise RuntimeError(f"environment {kind!r} is not available: {e}") from e
         env = self.envs[kind]
-        # SPEC: no length penalty at the longest stage of the length curriculum
+        # no length penalty at the longest stage of the length curriculum
         at_cap = self.max_new_tokens >= self.cfg.max_new_tokens_cap
         env.reward_config = self.cfg.reward.model_copy(update={"w_len": 0.0} if at_cap else {})
         return env
@@ -248,7 +248,7 @@ class Trainer:
             self.optimizer.step()
             self.policy_version += 1
             stats.add(step_stats)
-            self.k = next_k(  # SPEC: k moves once per gradient step
+            self.k = next_k(  # k moves once per gradient step
                 self.k,
                 step_stats.entropy,
                 target=cfg.entropy_target,

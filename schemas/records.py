@@ -1,4 +1,4 @@
-"""Typed records: the things that flow through rlclimb (SPEC.md section 1).
+"""Typed records: the things that flow through rlclimb.
 
 Every record has a stable content `id`, a `source` block and `provenance` (one event per stage).
 Free-form payloads that vary per kind (tool parameters, databases, metadata) are JSON strings so
@@ -151,7 +151,7 @@ class CodeProblem(Model):
 
 
 class SWETask(Model):
-    """A SWE-bench-style flat instance (SPEC.md section 3)."""
+    """A SWE-bench-style flat instance: a repository at a base commit, the gold patch, and the tests that must flip from failing to passing."""
 
     id: str = ""  # instance id, e.g. "owner__repo-1234"
     repo: str

@@ -181,7 +181,7 @@ def test_spec_config_and_clip_range():
     from rlclimb.rl.config import GRPOConfig
 
     spec = GRPOConfig.spec()
-    # SPEC: a global batch of 7040 sequences per gradient step, 5 gradient steps per inference
+    # full scale: a global batch of 7040 sequences per gradient step, 5 gradient steps per inference
     # update (here: per batch of rollouts)
     assert (spec.group_size, spec.early_group_size, spec.minibatches) == (128, 16, 5)
     assert spec.sequences_per_gradient_step == 7040

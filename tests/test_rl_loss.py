@@ -1,4 +1,4 @@
-"""GRPO loss pieces against hand-computed values (SPEC.md section 6)."""
+"""GRPO loss pieces against hand-computed values."""
 
 import math
 

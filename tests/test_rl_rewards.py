@@ -1,4 +1,4 @@
-"""SPEC reward components that the trainer composes (environments/rewards.py)."""
+"""The reward components that the trainer composes (environments/rewards.py)."""
 
 import pytest
 

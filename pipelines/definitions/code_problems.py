@@ -1,5 +1,5 @@
 """code-problems: coding problems (JSONL: statement, tests, reference solutions, limits) ->
-problems verified in a sandbox (SPEC.md section 2, competitive coding)."""
+problems verified in a sandbox (competitive-coding style)."""
 
 from __future__ import annotations
 

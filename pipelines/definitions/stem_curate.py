@@ -1,4 +1,4 @@
-"""stem-curate: QA items -> curated, verifiable, typed and topic-labeled QA items (SPEC.md section 2.3).
+"""stem-curate: QA items -> curated, verifiable, typed and topic-labeled QA items.
 
 Input: a QA dataset as Parquet (e.g. a previous run's `data/` directory), or QA dumps as JSONL,
 which are imported, normalized and validated first (the qa-jsonl stages).

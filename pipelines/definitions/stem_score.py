@@ -1,4 +1,4 @@
-"""stem-score: QA items -> items with per-tier pass rates, a difficulty bin and tags (SPEC.md 2.4).
+"""stem-score: QA items -> items with per-tier pass rates, a difficulty bin and tags.
 
 Follows curation: input is a QA dataset as Parquet (e.g. a stem-curate run's `data/` directory) or
 JSONL of QA items (imported first, like qa-jsonl's `import` stage).

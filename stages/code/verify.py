@@ -1,4 +1,4 @@
-"""Verify code problems in a sandbox (SPEC.md section 2, competitive coding).
+"""Verify code problems in a sandbox (competitive-coding problems).
 
 Every reference solution runs on every test. With two or more references that compile, a test
 is dropped when too few of them reproduce its expected output (`agreement`, default 0.7: the

@@ -1,6 +1,6 @@
 """Text-layer quality of one page: is this text what a reader sees, or should the page go to OCR?
 
-Broken text layers fail in recognizable ways (SPEC 2, issue 3):
+Broken text layers fail in recognizable ways:
 - nothing there (scans, vector-outlined text)                         -> "empty"
 - replacement characters, unassigned code points, `(cid:NN)` debris   -> "unmapped glyphs"
 - a broken ToUnicode map: digits or letters come out as letters of other alphabets, so words
