@@ -1,4 +1,4 @@
-"""Problem sampling with early exit (a small group first; a prompt continues only if its pass rate is in range) and the per-prompt pass-rate store.
+"""Problem sampling with early exit, and the per-prompt pass-rate store.
 
 Per step: draw prompts; sample G_early responses each and score them; a prompt continues only if
 its early pass rate is in `early_pass_range` (all-fail and all-pass prompts teach nothing and cost
