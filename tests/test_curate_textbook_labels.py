@@ -27,7 +27,7 @@ def test_label_files_are_well_formed_and_keep_a_heldout_part():
         assert lab["topic"].count("/") == 1, lab
     for book, n in Counter(lab["book"] for lab in labels).items():
         held = sum(lab["split"] == "heldout" for lab in labels if lab["book"] == book)
-        assert 0.2 <= held / n <= 0.4, book
+        assert 0.25 <= held / n <= 0.5, book  # a random 30%, plus 15 items labeled later (judson, hefferon, strickland)
     keys = [(x["book"], x["page"], x["number"], x["question_prefix"], x.get("part_prefix")) for x in labels]
     assert len(keys) == len(set(keys))
 
