@@ -64,8 +64,8 @@ COMPILE_LIMITS = Limits(wall_s=60, memory_mb=1024, processes=64, output_bytes=64
 
 # Function-call tests: the driver runs in the sandbox with the call expression on stdin, imports
 # the program, evaluates the call and writes the returned value, as tagged JSON of plain data
-# (exact builtin types only: no __eq__ or __repr__ of the program's objects takes part), to the
-# original stdout; the program's own prints go to stderr. The expected value never enters the
+# (read through the builtin types' own methods: no __eq__ or __repr__ of the program's objects
+# takes part), to the original stdout; the program's own prints go to stderr. The expected value never enters the
 # sandbox: the host decodes the value and compares. Nothing inside the program's process can be
 # kept from the program, and nothing needs to be: whatever it writes to the driver's channel
 # (fd 1) is just a value it chose, which it could have returned; it cannot learn the expected one.
@@ -82,20 +82,29 @@ sys.modules["solution"] = mod
 spec.loader.exec_module(mod)
 got = eval(expr, vars(mod))
 def plain(x):
-    t = type(x)
-    if x is None or t in (bool, int, str):
+    # Values as their builtin base type holds them (a namedtuple as a tuple, a Counter as a
+    # dict), read through the base type's own methods: no method of the program's runs.
+    if x is None or type(x) is bool:
         return x
-    if t is float:
+    if isinstance(x, int):
+        return int.__int__(x)
+    if isinstance(x, float):
+        x = float.__float__(x)
         return x if math.isfinite(x) else {"__float__": repr(x)}
-    if t in (list, tuple):
-        return [plain(v) for v in x]
-    if t in (set, frozenset):
-        return {"__set__": [plain(v) for v in x]}
-    if t is dict:
-        return {"__dict__": [[plain(k), plain(v)] for k, v in x.items()]}
-    if t is bytes:
-        return {"__bytes__": x.hex()}
-    raise TypeError(f"the function returned {t.__name__}, not plain data (numbers, strings, lists, dicts, ...)")
+    if isinstance(x, str):
+        return str.__str__(x)
+    if isinstance(x, list):
+        return [plain(v) for v in list.__iter__(x)]
+    if isinstance(x, tuple):
+        return [plain(v) for v in tuple.__iter__(x)]
+    if isinstance(x, (set, frozenset)):
+        it = set.__iter__(x) if isinstance(x, set) else frozenset.__iter__(x)
+        return {"__set__": [plain(v) for v in it]}
+    if isinstance(x, dict):
+        return {"__dict__": [[plain(k), plain(v)] for k, v in dict.items(x)]}
+    if isinstance(x, bytes):
+        return {"__bytes__": bytes.hex(x)}
+    raise TypeError(f"the function returned {type(x).__name__}, not plain data (numbers, strings, lists, dicts, ...)")
 channel.write(json.dumps(plain(got)))
 channel.close()
 """
@@ -287,6 +296,8 @@ def _run_one(
             else:
                 passed = values_match(got, want)
                 detail = "" if passed else f"expected {test.output[:40]!r}, got {repr(got)[:40]}"
+        elif r.stderr.strip():
+            detail = f"{detail}: {r.stderr.strip().splitlines()[-1][:120]}"
     else:
         r = session.run(lang.run, stdin=test.input, limits=limits)
         output = r.stdout[:keep]

@@ -82,3 +82,27 @@ def test_cpp_in_docker():
     sb = sandbox_or_skip("docker")
     assert run_tests(sb, CPP_SUM, "cpp", SUM_TESTS, time_limit_s=5).all_passed
     assert run_tests(sb, PY_SUM, "python", SUM_TESTS, time_limit_s=5).all_passed
+
+
+def test_call_results_are_plain_data(sb):
+    """Returned values are compared as the builtin data they hold: a namedtuple, a Counter or an
+    IntEnum passes like the tuple, dict or int it is; no method of the program's decides."""
+    tests = [
+        TestCase(input="f(0)", output="(1, 2)", kind="call"),
+        TestCase(input="f(1)", output="{'a': 2}", kind="call"),
+        TestCase(input="f(2)", output="3", kind="call"),
+        TestCase(input="f(3)", output="[1.5, None, True, 'x', {1, 2}]", kind="call"),
+        TestCase(input="f(4)", output="b'\\x00'", kind="call"),
+        TestCase(input="f(5)", output="float('inf')", kind="call"),
+    ]
+    code = (
+        "import collections, enum\nP = collections.namedtuple('P', 'x y')\n"
+        "class E(enum.IntEnum):\n    THREE = 3\n"
+        "def f(i):\n    return [P(1, 2), collections.Counter('aa'), E.THREE,"
+        " (1.5000000001, None, True, 'x', frozenset({1, 2})), b'\\x00', 1e999][i]\n"
+    )
+    report = run_tests(sb, code, "python", tests)
+    assert [o.status for o in report.outcomes] == ["OK"] * 5 + ["ERROR"], report.outcomes
+    assert "not a Python literal" in report.outcomes[5].detail
+    shapes = run_tests(sb, "def f(i):\n    return (lambda: 0)\n", "python", tests[:1])
+    assert shapes.outcomes[0].status == "RE" and "not plain data" in shapes.outcomes[0].detail
