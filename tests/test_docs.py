@@ -67,3 +67,35 @@ def test_readme_cli_reference_names_every_command_and_option():
         text = "\n".join(mine)
         missing += [f"{path} {o}" for o in opts if not re.search(re.escape(o) + r"(?![\w-])", text)]
     assert missing == []
+
+
+EXAMPLE_CONFIGS = {  # examples/<config>: the pipeline it is for
+    "qa_jsonl.yaml": "qa-jsonl", "stem_curate.yaml": "stem-curate", "textbook_pdf.yaml": "textbook-pdf",
+    "qa_markdown.yaml": "qa-markdown", "code_problems.yaml": "code-problems", "stem_score.yaml": "stem-score",
+}
+
+
+def test_every_example_config_is_valid_for_its_pipeline(tmp_path):
+    """Each source kind has an example config, and every key in it is one its pipeline takes."""
+    import json
+
+    from helpers.textbook_gen import make_text_pdf
+
+    from rlclimb.pipelines.cli import load_config
+    from rlclimb.pipelines.definitions import PIPELINES
+    from rlclimb.pipelines.engine import check_and_bind
+    from rlclimb.pipelines.llm import LLMConfig
+
+    assert set(EXAMPLE_CONFIGS.values()) == set(PIPELINES)
+    jsonl = tmp_path / "qa.jsonl"
+    jsonl.write_text(json.dumps({"problem": "What is 2 + 2 here?", "final_answer": "4"}) + "\n")
+    md = tmp_path / "notes.md"
+    md.write_text("# Exercises\n\n1. What is 2 + 2?\n")
+    inputs = {"textbook-pdf": make_text_pdf(tmp_path / "b.pdf", [["1. What is 2 + 2?"]]), "qa-markdown": md}
+    for name, pipeline in EXAMPLE_CONFIGS.items():
+        cfg = load_config(ROOT / "examples" / name, [])
+        built = PIPELINES[pipeline]([str(inputs.get(pipeline, jsonl))], cfg.get("stages") or {}, int(cfg.get("shard_size", 100)))
+        llm = LLMConfig.from_dict(cfg["llm"]) if cfg.get("llm") else None
+        for stage in built.stages:
+            check_and_bind(stage, llm, 0)
+        assert built.stages, name
