@@ -51,6 +51,9 @@ def reasons(r):
      "layout_damaged"),  # x_2^2
     ("Find a primitive element in the splitting field of each of the following polynomials in Q[x].\n(a) x4 −1", "Q(i)",
      "expression", "a", "layout_damaged"),  # x is the variable of Q[x]: x4 is x^4
+    ("Calculate each of the following.\n(a) 2923171 (mod 582)", "292", "numeric", "a", "layout_damaged"),  # 292^3171
+    ("For each of the following encryption keys (n, E) in the rsa cryptosystem, compute D.\n(a) (n, E) = (451, 231)",
+     "n = 11 · 41", "numeric", "a", "answer_mismatch"),
     # examples, drawings, partial answers, prose
     ("Find a basis for each of the following field extensions. What is the degree of each extension?\n(a) Q( √ 3, √ 6 ) over Q",
      "{1, √ 2, √ 3, √ 6 }", "set", "a", "partial_answer"),  # two asks, one bare value
@@ -77,6 +80,7 @@ def test_sure_findings_drop_with_their_reason(question, answer, answer_type, par
 @pytest.mark.parametrize("question,answer,answer_type,part", [
     ("Convert the following complex numbers to the form a + bi.\n(c) 3 cis(π)", "−3", "numeric", "c"),
     ("Find the order of each of the following elements.\n(e) 72 ∈Z240", "10", "numeric", "e"),
+    ("Calculate 1234567 (mod 10).", "7", "numeric", None),  # a big number that is the number
     ("Find all x ∈Z satisfying each of the following equations.\n(e) 5x ≡1 (mod 6)", "5 + 6Z", "expression", "e"),
     ("Evaluate the determinant of each.\n(c) \\begin{pmatrix} 2 & 3 & 4 \\\\ 5 & 6 & 7 \\\\ 8 & 9 & 1 \\end{pmatrix}", "27", "numeric", "c"),
     ("What is the volume of a parallelepiped in R3 bounded by a linearly dependent set?", "It is zero.", "text", None),

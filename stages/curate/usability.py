@@ -14,9 +14,11 @@ returns a reason, the evidence, and whether it is sure:
 - `partial_answer`: the question asks to prove and to find, and the answer is the proof part;
 - `open_ended`: the question asks for an example or a construction and the answer gives one;
   "draw / sketch" tasks (`not_checkable`);
+- `answer_mismatch`: the answer is about a quantity the question gives, not the one it asks for;
 - `layout_damaged`: flattened superscripts (a letter both bare and with glued digits in one
   polynomial, `)−1`, `(ab)2`, `= ex`), lost relation signs (`A {1, 2}`), flattened vectors and
-  fractions (`1 2 −1 0 T`, `d dx`), detached vector arrows, control or private-use glyphs;
+  fractions (`1 2 −1 0 T`, `d dx`), detached vector arrows, control or private-use glyphs, a
+  "2923171 (mod 582)" whose value mod 582 is not the answer (292^3171 with its exponent glued on);
 - `not_checkable`: a prose answer too long for the answer checker to compare.
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
@@ -106,6 +108,19 @@ def _sentences(text: str) -> list[str]:
     return [x for x in re.split(r"(?<=[.?!])\s+|\n+", text) if x.strip()]
 
 
+_ASK_SYMBOL = re.compile(r"\b(?:find|compute|calculate|determine|what\s+is)\s+([A-Za-z])\b(?!\s*[(=])", re.I)
+_ASSIGNED = re.compile(r"^\s*([A-Za-z])\s*=")
+
+
+def other_quantity(question: str, answer: str) -> Finding | None:
+    """"(n, E) = (451, 231) ... compute D." answered "n = 11 · 41": the answer is about a quantity the
+    question gives, not the one it asks for."""
+    asked, given = _ASK_SYMBOL.search(question), _ASSIGNED.match(answer)
+    if asked and given and asked.group(1) != given.group(1) and re.search(rf"(?<![A-Za-z]){given.group(1)}(?![A-Za-z])", question):
+        return Finding("answer_mismatch", f"asks for {asked.group(1)}, answers {given.group(1)} = ...", True)
+    return None
+
+
 def partial_answer(question: str, answer: str) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
@@ -163,7 +178,21 @@ _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z]
 _DETACHED_ARROW = re.compile(r"\u20d7(?=\s)|(?<=\s)\u20d7\s")
 _BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]")
 _FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
-_BIG_BASE = re.compile(r"\b\d{6,}\s*\(mod\b")
+_BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
+
+
+def glued_exponent(question: str, answer: str) -> Finding | None:
+    """"Calculate 2923171 (mod 582)" is 292^3171: when the big number read as printed does not give
+    the answer modulo n, its exponent was glued on (sure); when it does, it is the number."""
+    m = _BIG_BASE.search(question)
+    if not m:
+        return None
+    value = re.fullmatch(r"\s*(\d+)\s*\.?\s*", answer)
+    if value is None:
+        return Finding("layout_damaged", "question: an exponent may be glued to its base", False)
+    if int(m.group(1)) % int(m.group(2)) == int(value.group(1)) % int(m.group(2)):
+        return None
+    return Finding("layout_damaged", f"question: {m.group(1)} mod {m.group(2)} is not {value.group(1)}: an exponent glued on", True)
 
 
 def _flattened_powers(text: str) -> str | None:
@@ -225,8 +254,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
         if _SUBSCRIPT_POWER.search(text):
             found.append(Finding("layout_damaged", f"{where}: a power after a subscript flattened: "
                                                    f"{_SUBSCRIPT_POWER.search(text).group(0)!r}", True))
-        if _BIG_BASE.search(text):
-            found.append(Finding("layout_damaged", f"{where}: an exponent may be glued to its base", False))
+        if where == "question" and (glued := glued_exponent(text, answer)) is not None:
+            found.append(glued)
     if (restated := restated_without_relation(question, answer)) is not None:
         found.append(Finding("layout_damaged", f"answer: {restated!r} restated without its relation sign", True))
     if _HEADER_TAIL.search(question):
@@ -256,7 +285,8 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     part = json.loads(record.get("meta") or "{}").get("part")
     out = [hint_answer(a), part_mismatch(q, a, part)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
-        out += [partial_answer(q, a), open_ended(q, a), checkability(a, record.get("answer_type"), max_text_words)]
+        out += [other_quantity(q, a), partial_answer(q, a), open_ended(q, a),
+                checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
 
