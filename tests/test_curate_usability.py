@@ -164,3 +164,26 @@ def test_asked_property_named_in_the_question_is_no_leak():
     q = "Which of the following multiplication tables defined on the set G = {a, b, c, d} form a group? Support your answer.\n(c) ◦ a b"
     assert leak(q, "a group", "text") is None
     assert leak("The capital of France is Paris. Name the capital of France.", "Paris", "text") is not None
+
+
+def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
+    import numpy as np
+
+    from rlclimb.stages.curate.taxonomy import TaxonomyStage
+
+    stage = TaxonomyStage()  # no model: the scores are given as anchor vectors
+    stage.paths, stage.domains = ["math/algebra", "chemistry/organic_chemistry"], ["math", "chemistry"]
+    stage.anchor_vectors = np.eye(2, dtype=np.float32)
+    stage.anchor_owner, stage.description_index = np.array([0, 1]), np.array([0, 1])
+    # four clear algebra items and "Find five non-isomorphic groups of order 8", a bit closer to chemistry
+    vectors = np.array([[0.9, 0.1]] * 4 + [[0.40, 0.45]], dtype=np.float32)
+    alone = stage.classify_vectors(vectors)
+    assert alone[-1][0] == "chemistry/organic_chemistry"
+    book = stage.classify_vectors(vectors, ["judson.pdf"] * 5)
+    assert [p for p, _ in book] == ["math/algebra"] * 5
+    assert abs(book[-1][1] - 0.40) < 1e-6  # the similarity reported is the item's own, to the topic chosen
+    mixed = stage.classify_vectors(vectors, ["judson.pdf"] * 4 + ["other.pdf"])  # its own document: no prior
+    assert mixed[-1][0] == "chemistry/organic_chemistry"
+    off = TaxonomyStage(document_prior=0.0)
+    off.__dict__.update({k: getattr(stage, k) for k in ("paths", "domains", "anchor_vectors", "anchor_owner", "description_index")})
+    assert off.classify_vectors(vectors, ["judson.pdf"] * 5)[-1][0] == "chemistry/organic_chemistry"
