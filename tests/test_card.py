@@ -49,8 +49,9 @@ def check_card(run: Path, expect_validation: bool = False) -> str:
     assert splits["train"] == "data/train-*" and ("validation" in splits) == expect_validation
     # what the Hub reads: `datasets` resolves the configs of the card in the folder itself
     datasets = pytest.importorskip("datasets")
-    from_card = datasets.load_dataset(str(run))
-    from_dir = datasets.load_dataset("parquet", data_dir=str(run / "data"))
+    cache = str(run.parent / "hf-cache")  # its own cache: datasets keys a local folder's cache by its name
+    from_card = datasets.load_dataset(str(run), cache_dir=cache)
+    from_dir = datasets.load_dataset("parquet", data_dir=str(run / "data"), cache_dir=cache)
     assert set(from_card) == set(splits) == set(from_dir)
     text = (run / "README.md").read_text()
     for png in (run / "figures").glob("*.png"):

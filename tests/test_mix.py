@@ -83,7 +83,7 @@ def test_selection_dedup_balance_and_split(sources, tmp_path):
     assert b[-1].id not in set(train["id"]) | set(val["id"])
     # Hugging Face datasets reads it; the trainer reads the train split
     datasets = pytest.importorskip("datasets")
-    loaded = datasets.load_dataset("parquet", data_dir=str(out / "data"))
+    loaded = datasets.load_dataset("parquet", data_dir=str(out / "data"), cache_dir=str(tmp_path / "hf-cache"))
     assert loaded["train"].num_rows == train.height and loaded["validation"].num_rows == val.height
     assert len(load_items(out)) == train.height
     # the same spec read by `rlclimb train`: the same selection (weights as sampling weights)
