@@ -1,4 +1,5 @@
-"""The qa-jsonl pipeline end to end through the `rlclimb` CLI: run, status, export, demo, errors."""
+"""The qa-jsonl pipeline end to end through the `rlclimb` CLI: run, status, export, errors.
+(`rlclimb demo`, now the whole loop, is tested in test_demo.py.)"""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -288,30 +288,6 @@ def test_export_jsonl_and_gz(tmp_path, inputs):
     res = cli("export", tmp_path / "nothing", "--out", tmp_path / "x.jsonl")
     assert res.exit_code == 2 and "no dataset" in res.stderr
     assert not (tmp_path / "x.jsonl").exists()
-
-
-def test_demo(tmp_path):
-    out = tmp_path / "demo"
-    res = cli("demo", "--out", out)
-    assert res.exit_code == 0, res.output
-    stats = json.loads((out / "stats.json").read_text())
-    assert (stats["records"], stats["drops"]) == (25, 7)
-    assert stats_funnel(stats) == {
-        "read": (32, 30, {"bad_json": 1, "not_an_object": 1}),
-        "import": (30, 29, {"missing_answer": 1}),
-        "normalize": (29, 29, {}),
-        "validate": (29, 28, {"empty_question": 1}),
-        "dedup_exact": (28, 26, {"duplicate_exact": 2}),
-        "dedup_minhash": (26, 25, {"duplicate_minhash": 1}),
-    }
-    rows = data_rows(out)
-    assert len(rows) == 25 and len({r["id"] for r in rows}) == 25
-    assert rows[0]["question"] == "What is the derivative of $x^3 + 2x$ with respect to $x$?"
-    assert next(r["answer"] for r in rows if "hexagon" in r["question"]) == "720"
-    assert Counter(r["reason"] for r in ledger_rows(out)) == Counter(
-        {"bad_json": 1, "not_an_object": 1, "missing_answer": 1, "empty_question": 1, "duplicate_exact": 2,
-         "duplicate_minhash": 1})
-    assert "dedup_exact" in res.stdout and "25 records" in " ".join(res.stdout.split())
 
 
 def test_workers_2_matches_workers_1(tmp_path, inputs):
