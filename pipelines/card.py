@@ -213,7 +213,8 @@ def models_section(d: Description) -> str:
     models = d.models()
     parts = []
     if models:
-        parts.append("Models that answered (samples): " + ", ".join(f"`{m}` {n:,}" for m, n in models.most_common()) + ".")
+        parts.append("Model profiles that answered (samples): " + ", ".join(f"`{m}` {n:,}" for m, n in models.most_common())
+                     + ". Runs record profile names, not endpoints or keys; the run's `llm:` config maps them.")
     if usage:
         parts.append(table(["run", "stage", "tier / tag", "requests", "prompt tokens", "completion tokens", "cost $"],
                            [[u["run"], u["stage"], u["tier"], u["requests"], u["prompt_tokens"],

@@ -104,6 +104,10 @@ def test_without_total_the_scarcest_source_is_used_in_full(sources, tmp_path):
     assert manifest["splits"] == {"train": 10, "validation": 0}
     assert "near-duplicates were not looked for" in manifest["split_by"]
     assert not (tmp_path / "out" / "data" / "validation-00000-of-00001.parquet").exists()
+    res = cli("mix", spec, "--out", tmp_path / "out", "--set", "total=8")  # rewritten in place
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "out" / "mix.json").read_text())["rows"] == 8
+    assert pl.read_parquet(tmp_path / "out" / "data" / "train-00000-of-00001.parquet").height == 8
 
 
 def test_bad_specs_fail_with_the_file_and_the_key(sources, tmp_path):
