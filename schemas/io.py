@@ -87,6 +87,17 @@ def safe_text(text: str) -> str:
         return _SURROGATE.sub("\ufffd", text)
 
 
+def safe_value(value: Any) -> Any:
+    """`value` (a record, a list, ...) with every string, keys included, made `safe_text`."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {safe_value(k): safe_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [safe_value(v) for v in value]
+    return value
+
+
 # ---- YAML config ---------------------------------------------------------------------------------
 
 

@@ -82,3 +82,27 @@ def test_ledger_row_never_raises_on_what_a_record_holds(tmp_path):
     assert json.loads(back[0]["record"])["question"] == "lone \ud800 surrogate"  # kept, escaped
     assert back[0]["file"] == "f\ufffd.jsonl" and back[0]["detail"] == "detail with \ufffd"
     assert json.loads(back[2]["record"])["id"] == "c"
+
+
+def test_a_stage_that_produces_a_lone_surrogate_does_not_kill_the_commit(tmp_path):
+    """Data parts too: Parquet holds only UTF-8, so the shard is committed with U+FFFD."""
+    from helpers import stages as hs
+
+    from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
+    from rlclimb.pipelines.readers import JsonlReader
+    from rlclimb.pipelines.stage import Stage
+
+    class Halve(Stage):  # e.g. text cut in the middle of a UTF-16 pair
+        name = "halve"
+        kind = "map"
+
+        def process(self, record, ctx):
+            record["text"] = record["text"] + "\ud83d"
+            return record
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"r{n}", "text": f"w{n}", "n": n}) + "\n" for n in range(3)))
+    result = run_pipeline(Pipeline("p", JsonlReader([src]), [hs.ImportItem(), Halve()]), tmp_path / "run",
+                          RunOptions(progress=False))
+    rows = [r for f in sorted((result.run_dir / "data").glob("*.parquet")) for r in read_rows(f)]
+    assert [r["text"] for r in rows] == ["w0\ufffd", "w1\ufffd", "w2\ufffd"]

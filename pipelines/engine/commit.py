@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from rlclimb.schemas.io import write_parquet
+from rlclimb.schemas.io import safe_value, write_parquet
 
 from ..bookkeeping import LEDGER_SCHEMA, StageStats
 from ..stage import Record
@@ -33,10 +33,17 @@ def _infer_table(rows: list[Record], metadata: dict[bytes, bytes]) -> pa.Table:
     return table.replace_schema_metadata(metadata)
 
 
+def _table(rows: list[Record], seg: Segment) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=seg.schema) if seg.schema is not None else _infer_table(rows, seg.metadata)
+
+
 def commit_shard(seg_dir: Path, i: int, rows: list[Record], ledger: list[dict], stats: dict[str, StageStats], seg: Segment) -> None:
     """Write data, then ledger, then the done marker: the marker is the commit."""
     if rows:
-        table = pa.Table.from_pylist(rows, schema=seg.schema) if seg.schema is not None else _infer_table(rows, seg.metadata)
+        try:
+            table = _table(rows, seg)
+        except UnicodeEncodeError:  # a lone surrogate a stage produced: Parquet holds only UTF-8
+            table = _table([safe_value(r) for r in rows], seg)
         write_parquet(table, _part(seg_dir, i), table.schema)
     else:
         _part(seg_dir, i).unlink(missing_ok=True)
