@@ -105,8 +105,12 @@ class RunDir:
         new = json.loads(json.dumps(config, default=str))  # as it would read back
         if old.get("pipeline") != new["pipeline"]:
             return f"pipeline ({old.get('pipeline')!r}, not {new['pipeline']!r})"
-        # A changed stage config is the same run, iterated on: the stages it affects recompute.
-        return "inputs" if old.get("inputs") != new["inputs"] else None
+        # A changed stage config is the same run, iterated on: the stages it affects recompute;
+        # so is one with input files added (a new book in the input directory). Dropping one of
+        # its input files, or reading them another way, would replace its dataset.
+        before, now = dict(old.get("inputs") or {}), dict(new["inputs"])
+        kept = set(before.pop("files", [])) <= set(now.pop("files", []))
+        return None if kept and before == now else "inputs"
 
     def segment_rows(self, dirname: str) -> int:
         return sum(json.loads(p.read_text())["rows"] for p in self.segment_dir(dirname).glob("part-*.done.json"))

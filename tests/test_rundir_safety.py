@@ -113,6 +113,12 @@ def test_a_run_of_other_inputs_needs_force(tmp_path):
     assert not (out / "reports" / "stale.json").exists()  # the replaced run's reports go with it
     assert run_qa(other, out).exit_code == 0  # now the recorded run: resumes without --force
 
+    # input files added to the recorded ones: the same run, grown (no --force)
+    res = cli("run", "qa-jsonl", "-i", other, "-i", src, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert len(data_questions(out)) == 3  # src's 3 questions include other's 2 (deduplicated)
+    one_line_error(run_qa(src, out), "inputs", "--force")  # other.jsonl left out: a replacement
+
 
 def test_a_run_directory_from_before_the_marker_is_recognised(tmp_path):
     src = qa_input(tmp_path / "in.jsonl")
