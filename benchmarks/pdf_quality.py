@@ -341,7 +341,7 @@ def main() -> None:
                 rows, secs = run(files, out, sections, workers=args.workers)
                 acct = page_accounting(out)
                 print(f"{name}: {len(rows)} items in {secs:.1f}s; pages {acct}")
-                doc_rows = [r for r in rows if r["source"]["document"] == str(files[0])]
+                doc_rows = [r for r in rows if r["source"]["document"] == files[0].name]  # named relative to --input
                 if name in ("strickland", "judson", "hefferon"):
                     truth = (strickland_truth(files[0]) if name == "strickland" else judson_truth(files[0])
                              if name == "judson" else hefferon_truth(files[0], files[1]))

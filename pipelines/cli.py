@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -102,6 +103,9 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     limit: Annotated[int | None, typer.Option(
         "--limit", "--head", min=1, help="only the first N input items (JSONL lines, Parquet rows, PDF pages): a quick try")] = None,
+    license_: Annotated[str | None, typer.Option(
+        "--license", help="license of the inputs (e.g. cc-by-4.0), recorded in every record's source.license; "
+                          "a document's sidecar FILE.license wins")] = None,
     retry_transient: Annotated[bool, typer.Option(
         "--retry-transient", help="redo what a finished run dropped for transient reasons (timeouts, rate limits, budget)")] = False,
     force: Annotated[bool, typer.Option(
@@ -137,6 +141,11 @@ def run(
         built = build(inputs, cfg.get("stages") or {}, int(cfg.get("shard_size", 10_000)))
         if limit is not None:
             built.reader = HeadReader(built.reader, limit)
+        if license_ is not None:  # the stages that make records (import, pair) carry a license key
+            for stage in built.stages:
+                if "license" in type(stage.config).model_fields and stage.config.license is None:
+                    stage.config.license = license_
+            built = dataclasses.replace(built, config=None)  # the resolved config (config.json) says so too
     except (InputError, ConfigError) as e:
         fail(str(e))
     except Exception as e:  # bad numbers (shard_size), a user's build() failing

@@ -62,6 +62,28 @@ def check_inputs(paths: list[str | Path], suffixes: tuple[str, ...]) -> list[Pat
     return out
 
 
+def document_name(file: Path, inputs: list[str | Path]) -> str:
+    """How records name their input file: relative to the `--input` it was found under (the file
+    name for a file given directly; DIR/sub/file.jsonl for one found in directory DIR), so no
+    local absolute path lands in a dataset."""
+    for raw in inputs:
+        root = Path(raw)
+        if root == file:
+            return file.name
+        if root.is_dir() and file.is_relative_to(root):
+            return (Path(root.resolve().name) / file.relative_to(root)).as_posix()
+    return file.name
+
+
+def sidecar_license(file: Path) -> str | None:
+    """The license of an input file from its sidecar `FILE.license` (first line, e.g. cc-by-4.0)."""
+    side = file.with_name(file.name + ".license")
+    if not side.is_file():
+        return None
+    first = side.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return first[0].strip() if first else None
+
+
 class JsonlReader:
     """JSONL / JSONL.gz files; each item is {"file", "line", "data"} for an import stage to map."""
 
@@ -69,6 +91,7 @@ class JsonlReader:
 
     def __init__(self, paths: list[str | Path]):
         self.paths = check_inputs(paths, (".jsonl", ".jsonl.gz", ".json.gz", ".ndjson"))
+        self.inputs = list(paths)
 
     def fingerprint(self) -> str:
         return _files_fingerprint(self.paths)
@@ -84,11 +107,12 @@ class JsonlReader:
 
     def __iter__(self) -> Iterator[dict | Rejected]:
         for path in self.paths:
+            name = document_name(path, self.inputs)
             for line, obj in read_jsonl(path):
                 if isinstance(obj, JsonlError):
-                    yield Rejected(Drop(obj.reason, obj.detail), obj.path, obj.line)
+                    yield Rejected(Drop(obj.reason, obj.detail), name, obj.line)
                 else:
-                    yield {"file": str(path), "line": line, "data": obj}
+                    yield {"file": name, "line": line, "data": obj}
 
     def shards(self, size: int) -> Iterator[list[dict | Rejected]]:
         it = iter(self)

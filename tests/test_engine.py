@@ -112,7 +112,7 @@ def test_map_filter_expand_global_semantics_and_stats(tmp_path):
     by_id = {r["id"]: r for r in rows}
     assert by_id["r04-0"]["text"] == "W4" and by_id["r04-1"]["text"] == "X0"  # upper, then split
     assert by_id["r04-0"]["tags"] == ["annotated"]
-    assert by_id["r11-1"]["source"]["line"] == line_of(11) and by_id["r11-1"]["source"]["document"] == str(src)
+    assert by_id["r11-1"]["source"]["line"] == line_of(11) and by_id["r11-1"]["source"]["document"] == src.name
 
     stats = json.loads((result.run_dir / "stats.json").read_text())
     assert stats == result.stats
@@ -135,7 +135,7 @@ def test_ledger_rows_locate_every_drop(tmp_path):
     expected += [("drop_some", "drop_some", f"r{n:02d}", line_of(n)) for n in (0, 3, 6, 9, 12, 15, 18)]
     expected += [("dedup_text", "duplicate_text", f"r{n:02d}-1", line_of(n)) for n in (5, 10, 13, 14, 16, 17, 19)]
     assert got == sorted(expected)
-    assert {r["file"] for r in ledger} == {str(src)}
+    assert {r["file"] for r in ledger} == {src.name}
     by = {(r["stage"], r["reason"], r["record_id"]): r for r in ledger}
     assert by[("dedup_text", "duplicate_text", "r05-1")]["detail"] == "same text as r01-1"
     assert by[("drop_some", "explicit_drop", "r07")]["detail"] == "n is 7"
@@ -513,11 +513,11 @@ def test_jsonl_reader_items_and_rejects_in_file_order(tmp_path):
     reader = JsonlReader([a, b])
     items = [it for shard in reader.shards(2) for it in shard]
     assert [len(s) for s in reader.shards(2)] == [2, 2, 1]
-    assert items[0] == {"file": str(a), "line": 1, "data": {"x": 1}}
-    assert (items[1].file, items[1].line, items[1].drop.reason) == (str(a), 2, "bad_json")
-    assert items[2] == {"file": str(a), "line": 3, "data": {"x": 2}}
-    assert (items[3].file, items[3].line, items[3].drop.reason) == (str(b), 1, "not_an_object")
-    assert items[4] == {"file": str(b), "line": 2, "data": {"x": 3}}
+    assert items[0] == {"file": a.name, "line": 1, "data": {"x": 1}}
+    assert (items[1].file, items[1].line, items[1].drop.reason) == (a.name, 2, "bad_json")
+    assert items[2] == {"file": a.name, "line": 3, "data": {"x": 2}}
+    assert (items[3].file, items[3].line, items[3].drop.reason) == (b.name, 1, "not_an_object")
+    assert items[4] == {"file": b.name, "line": 2, "data": {"x": 3}}
     assert reader.estimate_total() == 5
 
 

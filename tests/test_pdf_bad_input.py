@@ -47,7 +47,7 @@ def test_unreadable_documents_are_ledgered_and_the_rest_is_processed(tmp_path):
     result = runner.invoke(app, ["run", "textbook-pdf", "--input", str(inputs), "--out", str(tmp_path / "run"), "--quiet"])
     assert result.exit_code == 0, result.output
     rows = rows_of(tmp_path / "run")
-    assert [(r["source"]["document"], r["source"]["number"]) for r in rows] == [(str(good), "1"), (str(good), "2")]
+    assert [(r["source"]["document"], r["source"]["number"]) for r in rows] == [("in/good.pdf", "1"), ("in/good.pdf", "2")]  # relative to the --input directory
     ledger = {r["file"]: r for r in pq.read_table(tmp_path / "run" / "ledger").to_pylist()}
     assert ledger[str(encrypted)]["reason"] == "encrypted_pdf" and "password" in ledger[str(encrypted)]["detail"]
     assert ledger[str(corrupt)]["reason"] == "corrupt_pdf" and str(corrupt) in ledger[str(corrupt)]["detail"]

@@ -111,7 +111,7 @@ def test_run_qa_jsonl_end_to_end(tmp_path, inputs):
     assert res.exit_code == 0, res.output
     assert "".join(res.stdout.split()) == f"6records->{out / 'data'}"  # rich may wrap the line
 
-    names = {str(p): k for k, p in inputs.items()}
+    names = {p.name: k for k, p in inputs.items()}  # records name files relative to --input
     rows = data_rows(out)
     assert [(names[r["source"]["document"]], r["source"]["line"], r["question"], r["answer"]) for r in rows] == EXPECTED
     for r in rows:

@@ -194,3 +194,13 @@ def resolve(name: str) -> Callable[[list[str], dict[str, Any], int], Pipeline]:
     if not callable(build):
         raise ConfigError(f"pipeline {name}: {attr} is not a function (inputs, sections, shard_size) -> Pipeline")
     return build
+
+
+def name_documents(stages: list[Stage], paths: list, inputs: list[str]) -> None:
+    """Document pipelines: `pair` (which makes the records) names each document relative to the
+    --input it came from and takes its sidecar license (FILE.license)."""
+    from ..readers import document_name, sidecar_license
+
+    for st in stages:
+        if st.name == "pair":
+            st.documents = {str(p): (document_name(p, inputs), sidecar_license(p)) for p in paths}

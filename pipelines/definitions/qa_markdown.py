@@ -14,16 +14,18 @@ from typing import Any
 from rlclimb.stages.documents.parse_markdown import TextDocumentReader
 
 from ..engine import Pipeline
-from . import configure
+from . import configure, name_documents
 from .textbook_pdf import curated, document_stages, with_text_units
 
 
 def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000) -> Pipeline:
     sections, extra = curated(with_text_units(dict(sections)))
     stages = configure(document_stages(sections), sections) + extra
+    reader = TextDocumentReader(inputs)
+    name_documents(stages, reader.paths, inputs)
     return Pipeline(
         name="qa-markdown",
-        reader=TextDocumentReader(inputs),
+        reader=reader,
         stages=stages,
         shard_size=shard_size,
     )

@@ -24,7 +24,7 @@ from rlclimb.stages.documents.structure import StructureDocument
 
 from ..engine import Pipeline
 from ..readers_pdf import PdfPageReader
-from . import ConfigError, configure
+from . import ConfigError, configure, name_documents
 
 
 def document_stages(sections: dict[str, Any]) -> list[type]:
@@ -63,9 +63,11 @@ def build(inputs: list[str], sections: dict[str, Any], shard_size: int = 10_000)
     stages = configure(classes, sections)
     parse = stages[0]
     stages += extra
+    reader = PdfPageReader(inputs, pages_per_shard=parse.config.pages_per_shard)
+    name_documents(stages, reader.paths, inputs)
     return Pipeline(
         name="textbook-pdf",
-        reader=PdfPageReader(inputs, pages_per_shard=parse.config.pages_per_shard),
+        reader=reader,
         stages=stages,
         shard_size=shard_size,
     )

@@ -44,6 +44,7 @@ class PairConfig(StageConfig):
     llm_verify: bool = False  # also ask the LLM to confirm numbering matches
     companion_min_matches: int = 3  # an answer book adopts the book it matches this often
     unanswered: Literal["keep", "ledger"] = "keep"
+    license: str | None = None  # of documents without a sidecar FILE.license (rlclimb run --license)
 
 
 class PickAnswer(BaseModel):
@@ -64,6 +65,10 @@ class PairQA(Stage):
     kind = "global"
     Config = PairConfig
     output_model = QAItem
+    # Set by the pipeline definition from its reader: a document's path -> (the name records
+    # carry, relative to its --input; its sidecar license). Paths stay absolute until here
+    # because the parse stages open the files.
+    documents: dict[str, tuple[str, str | None]] = {}
 
     def check(self, llm_config: Any) -> None:
         if self.config.llm_role:
@@ -109,17 +114,29 @@ class PairQA(Stage):
             self._verify(questions, pairs, drops, ctx)
         for qi, q in enumerate(questions):
             if q.get("answer"):
-                yield qa_item(q, q["answer"], q.get("answer_source"), "inline", q.get("confidence", 1.0))
+                yield self._item(q, q["answer"], q.get("answer_source"), "inline", q.get("confidence", 1.0))
             elif qi in pairs:
                 a, method, conf = pairs[qi]
-                yield qa_item(q, a["text"], a["source"], method, conf)
+                yield self._item(q, a["text"], a["source"], method, conf)
             else:
-                item = qa_item(q, "", None, "none", 0.0)
+                item = self._item(q, "", None, "none", 0.0)
                 if self.config.unanswered == "ledger":
                     yield item, Drop("unanswered", f"{_where(q)}: no answer found for {q.get('number')!r}")
                 else:
                     yield item
         yield from drops
+
+    def _item(self, q: dict, answer: str, answer_source: dict | None, method: str, confidence: float) -> dict:
+        """qa_item with the documents named as records carry them, and the license."""
+        def named(src: dict | None) -> dict | None:
+            if not src or src.get("document") not in self.documents:
+                return src
+            return {**src, "document": self.documents[src["document"]][0]}
+
+        item = qa_item({**q, "source": named(q["source"])}, answer, named(answer_source), method, confidence)
+        sidecar = self.documents.get(q["source"].get("document"), (None, None))[1]
+        item["source"]["license"] = item["source"].get("license") or sidecar or self.config.license
+        return item
 
     # ---- numbering -------------------------------------------------------------------------
     def _targets(self, answers: list[dict], index: KeyIndex, with_questions: set[str]) -> dict[str, list[str]]:

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from pathlib import Path
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
@@ -103,10 +104,10 @@ def score(predicted: list[dict], truth: list[Truth], min_ratio: float = 0.85) ->
     s.pairs_predicted = sum(1 for p in predicted if p["answer"])
     by_doc: dict[str, list[int]] = {}
     for j, p in enumerate(predicted):
-        by_doc.setdefault(p["source"]["document"], []).append(j)
+        by_doc.setdefault(Path(p["source"]["document"]).name, []).append(j)  # records name files relative to --input
     taken: set[int] = set()
     for t in truth:
-        cands = [j for j in by_doc.get(t.document, []) if j not in taken]
+        cands = [j for j in by_doc.get(Path(t.document).name, []) if j not in taken]
         tn = norm(t.question)
         exact = [j for j in cands if norm(predicted[j]["question"]) == tn]
         hit = exact[0] if exact else next((j for j in cands if similar(predicted[j]["question"], t.question, min_ratio)), None)
