@@ -107,12 +107,12 @@ class JsonlReader:
 
     def __iter__(self) -> Iterator[dict | Rejected]:
         for path in self.paths:
-            name = document_name(path, self.inputs)
+            name, license_ = document_name(path, self.inputs), sidecar_license(path)
             for line, obj in read_jsonl(path):
                 if isinstance(obj, JsonlError):
                     yield Rejected(Drop(obj.reason, obj.detail), name, obj.line)
                 else:
-                    yield {"file": name, "line": line, "data": obj}
+                    yield {"file": name, "line": line, "data": obj, **({"license": license_} if license_ else {})}
 
     def shards(self, size: int) -> Iterator[list[dict | Rejected]]:
         it = iter(self)

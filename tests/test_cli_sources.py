@@ -46,3 +46,13 @@ def test_pdf_documents_and_answer_sources_are_relative_with_the_sidecar_license(
     (tmp_path / "book.pdf.license").unlink()  # no sidecar: --license applies
     cli("run", "textbook-pdf", "--input", book.path, "--out", tmp_path / "run2", "--license", "mit", "-q")
     assert {r["source"]["license"] for r in rows(tmp_path / "run2")} == {"mit"}
+
+
+def test_a_jsonl_sidecar_license_wins_over_the_option(tmp_path):
+    for name, lic in (("a.jsonl", "cc0-1.0"), ("b.jsonl", None)):
+        (tmp_path / name).write_text(json.dumps({"question": f"What is in {name} here?", "answer": "x"}) + "\n")
+        if lic:
+            (tmp_path / f"{name}.license").write_text(lic + "\n")
+    cli("run", "qa-jsonl", "--input", tmp_path / "a.jsonl", "--input", tmp_path / "b.jsonl", "--out", tmp_path / "run",
+        "--license", "cc-by-4.0", "-q")
+    assert {r["source"]["document"]: r["source"]["license"] for r in rows(tmp_path / "run")} == {"a.jsonl": "cc0-1.0", "b.jsonl": "cc-by-4.0"}

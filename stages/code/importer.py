@@ -244,7 +244,7 @@ class ImportCode(Stage):
     output_model = CodeProblem
 
     def process(self, record: Record, ctx: StageContext) -> Record | Drop:
-        source = Source(document=record["file"], line=record["line"], license=self.config.license)
+        source = Source(document=record["file"], line=record["line"], license=record.get("license") or self.config.license)
         try:
             return parse_problem(record["data"], self.config, source).model_dump()
         except BadRecord as e:

@@ -86,7 +86,8 @@ class ImportQA(Stage):
                 answer=answer,
                 solution=solution,
                 meta=json.dumps(meta, ensure_ascii=False, sort_keys=True, default=str),
-                source=Source(document=record["file"], line=record["line"], license=self.config.license),
+                source=Source(document=record["file"], line=record["line"],
+                              license=record.get("license") or self.config.license),  # sidecar FILE.license first
             )
         except ValidationError as e:
             return Drop("invalid_record", str(e).replace("\n", " ")[:500])
