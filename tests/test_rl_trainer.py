@@ -208,6 +208,14 @@ def test_pi_old_is_the_learners_own(tokenizer, tmp_path):
     assert fp32["mismatch/kl"] < 1e-8 and fp32["ratio/max"] == pytest.approx(1.0, abs=1e-6)
 
 
+def test_later_minibatches_use_pi_old_from_before_the_update(tokenizer, tmp_path):
+    # fp32 and exact sampler log-probs: after the first gradient step, the second minibatch's
+    # ratios are pi_new / pi_before, not 1 (its pi_old comes from before any update)
+    row = make(tokenizer, tmp_path, minibatches=2, lr=1e-2, top_p=0.9).step()
+    assert max(row["ratio/max"] - 1, 1 - row["ratio/min"]) > 1e-3
+    assert row["mismatch/kl"] < 1e-8
+
+
 def test_bf16_sampler_matches_the_learner(tokenizer, tmp_path):
     """With the head and softmax in fp32 on both sides, bf16 autocast leaves the sampler's
     log-probs within 1e-4 of the learner's (a bf16 head: off by ~1e-2). Weights scaled up so the
