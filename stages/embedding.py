@@ -66,7 +66,9 @@ class SentenceTransformerEmbedder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(_model_path(), device="cpu")
+        # int8 dynamic quantization is a CPU kernel; float32 runs on a GPU when there is one
+        device = "cuda" if not quantize and torch.cuda.is_available() else "cpu"
+        model = SentenceTransformer(_model_path(), device=device)
         model.max_seq_length = max_seq_length
         if quantize:
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)

@@ -5,8 +5,11 @@ Pass 1 spools the records to disk and embeds them in batches (`embedding`: `mini
 `static` for speed). Pass 2 range-searches every vector against the index in chunks, keeps
 pairs at or above `threshold` whose numbers agree (a template variant with other numbers embeds
 almost identically but is another problem), and joins them into clusters. Pass 3 streams the
-spool back, keeping one representative per cluster. Memory: the vectors (dim x 4 bytes per
-record: 1.5 KB for MiniLM, 1 KB for static) stay in memory; records do not.
+spool back, keeping one representative per cluster. Memory: one copy of the vectors, in the
+faiss index (dim x 4 bytes per record: 1.5 KB for MiniLM, 1 KB for static: 15 GB for 10M MiniLM
+vectors; `storage: float16` halves it at a large search-time cost); the batches stream to a file
+in the spill directory, read back in chunks for the index, the queries and the scores; records
+stay on disk.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ class VectorDedupConfig(ClusterConfig):
     # flat's pairs at nprobe 16 on 50k templated questions); auto: flat below 100k records
     index: Literal["auto", "flat", "ivf"] = "auto"
     nprobe: int = Field(16, ge=1)
+    # how the index (the one copy in memory) holds the vectors: float16 halves it, but faiss's
+    # range search over a float16 flat index measured ~45x slower (4k x 64 dims: 42 s vs 0.9 s);
+    # cosines move by ~1e-3 (tests/test_dedup_vector.py)
+    storage: Literal["float16", "float32"] = "float32"
 
     @model_validator(mode="after")
     def _extra_installed(self):
@@ -93,30 +100,36 @@ class VectorDedup(Stage):
         c, t0 = self.config, time.perf_counter()
         embedder = getattr(self, "embedder", None) or load_embedder(c.backend)
         spool = RecordSpool(workdir)
-        vectors, ranks, nums, present = [], [], [], []
+        vectors = VectorFile(workdir, embedder.dim, c.storage)
+        ranks, nums, present = [], [], []
         it = iter(records)
         while batch := list(islice(it, c.batch_size)):
             texts = []
             for rec in batch:
                 spool.append(rec)
                 texts.append(input_text(rec, c.field))
-            vectors.append(embedder.encode([embedding_text(t) for t in texts]))
+            vectors.append(embedder.encode([embedding_text(t) for t in texts]))  # to disk: no copy held
             ranks.append(np.fromiter((rank_of(r, c) for r in batch), np.int64, len(batch)))
             nums.append(np.fromiter((numbers_hash(numbers(t)) if c.numbers == "exact" else 0 for t in texts), np.int64, len(batch)))
             present.append(np.fromiter((bool(t.strip()) for t in texts), bool, len(batch)))
         spool.close()
         n = spool.count
-        x = np.concatenate(vectors) if vectors else np.zeros((0, embedder.dim), np.float32)
+        x = vectors.finish()  # memory-mapped
         rank = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
         num = np.concatenate(nums) if nums else np.zeros(0, np.int64)
         has_text = np.concatenate(present) if present else np.zeros(0, bool)
         t1 = time.perf_counter()
         left, right, _, candidates = range_pairs(
-            x, c.cosine, c.index, c.nprobe, keep=lambda a, b: (num[a] == num[b]) & has_text[a] & has_text[b])
+            x, c.cosine, c.index, c.nprobe, keep=lambda a, b: (num[a] == num[b]) & has_text[a] & has_text[b],
+            storage=c.storage)
         labels, rep = clusters(n, left, right, rank)
         t2 = time.perf_counter()
-        score = np.einsum("ij,ij->i", x, x[rep]) if n else np.zeros(0)
+        score = np.zeros(n)
+        for lo in range(0, n, _QUERY_CHUNK):  # cosine to the representative, chunk by chunk
+            hi = min(n, lo + _QUERY_CHUNK)
+            score[lo:hi] = np.einsum("ij,ij->i", _f32(x[lo:hi]), _f32(x[rep[lo:hi]]))
         del x
+        vectors.close()
         examples = example_clusters(labels, c.examples)
         yield from emit_clusters(spool, rep, labels, score, examples, self.drop_reason, "cosine ", c.field)
         self.report = {
@@ -139,27 +152,67 @@ class VectorDedup(Stage):
         write_report(ctx, self.name, self.report)
 
 
-def build_index(x: np.ndarray, index: str = "auto", nprobe: int = 16):
-    """An inner-product faiss index over normalized vectors (inner product = cosine)."""
+class VectorFile:
+    """Embedding batches appended to a file (as `dtype`), memory-mapped once complete."""
+
+    def __init__(self, directory, dim: int, dtype: str):
+        self.path, self.dim, self.dtype, self.rows = directory / "vectors.bin", dim, np.dtype(dtype), 0
+        self._out = open(self.path, "wb", buffering=1 << 20)
+        self._map: np.memmap | None = None
+
+    def append(self, vecs: np.ndarray) -> None:
+        self._out.write(np.ascontiguousarray(vecs, dtype=self.dtype).tobytes())
+        self.rows += len(vecs)
+
+    def finish(self) -> np.ndarray:
+        self._out.close()
+        if not self.rows:
+            return np.zeros((0, self.dim), self.dtype)
+        self._map = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
+        return self._map
+
+    def close(self) -> None:
+        self._map = None
+        if not self._out.closed:
+            self._out.close()
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def build_index(x: np.ndarray, index: str = "auto", nprobe: int = 16, storage: str = "float32"):
+    """An inner-product faiss index over normalized vectors (inner product = cosine), holding
+    them as `storage` (float16: a scalar-quantized index, half the memory); `x` (an array or a
+    memmap) is added in chunks, so the index is the only full copy in memory."""
     import faiss
 
     dim = x.shape[1]
+    metric = faiss.METRIC_INNER_PRODUCT
     if index == "auto":
         index = "ivf" if len(x) >= 100_000 else "flat"
     if index == "ivf" and len(x) >= 10_000:  # fewer vectors: too few to train the lists
         nlist = int(4 * np.sqrt(len(x)))
         quantizer = faiss.IndexFlatIP(dim)
-        idx = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        idx.train(x[np.random.default_rng(0).choice(len(x), min(len(x), 64 * nlist), replace=False)])
+        if storage == "float16":
+            idx = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_fp16, metric)
+        else:
+            idx = faiss.IndexIVFFlat(quantizer, dim, nlist, metric)
+        sample = np.sort(np.random.default_rng(0).choice(len(x), min(len(x), 64 * nlist), replace=False))
+        idx.train(_f32(x[sample]))
         idx.nprobe = nprobe
+    elif storage == "float16":
+        idx = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, metric)
     else:
         idx = faiss.IndexFlatIP(dim)
-    idx.add(x)
+    for lo in range(0, len(x), _QUERY_CHUNK):
+        idx.add(_f32(x[lo : lo + _QUERY_CHUNK]))
     return idx
 
 
 def range_pairs(x: np.ndarray, threshold: float, index: str = "auto", nprobe: int = 16,
-                keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                storage: str = "float32") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """All pairs i < j with cosine >= threshold, by faiss range search in chunks of queries.
 
     `keep(left, right)` filters each chunk's pairs as they come (the numbers gate), so a
@@ -168,12 +221,12 @@ def range_pairs(x: np.ndarray, threshold: float, index: str = "auto", nprobe: in
     if len(x) < 2:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), 0
-    idx = build_index(x, index, nprobe)
+    idx = build_index(x, index, nprobe, storage)
     lefts, rights, sims, candidates = [], [], [], 0
     # faiss returns inner products strictly above the radius; step just below the threshold
     radius = float(np.nextafter(np.float32(threshold), np.float32(-1)))
     for lo in range(0, len(x), _QUERY_CHUNK):
-        lims, dist, labels = idx.range_search(x[lo : lo + _QUERY_CHUNK], radius)
+        lims, dist, labels = idx.range_search(_f32(x[lo : lo + _QUERY_CHUNK]), radius)
         query = lo + np.repeat(np.arange(len(lims) - 1), np.diff(lims).astype(np.int64))
         upper = labels > query  # each pair once, no self-matches
         left, right, sim = query[upper], labels[upper].astype(np.int64), dist[upper]
