@@ -54,6 +54,13 @@ def reasons(r):
     ("Calculate each of the following.\n(a) 2923171 (mod 582)", "292", "numeric", "a", "layout_damaged"),  # 292^3171
     ("For each of the following encryption keys (n, E) in the rsa cryptosystem, compute D.\n(a) (n, E) = (451, 231)",
      "n = 11 · 41", "numeric", "a", "answer_mismatch"),
+    ("If you have 10 books and want to select 4 of them for next week, how many choices do you have?", "10 4", "numeric", None,
+     "layout_damaged"),  # C(10, 4) flattened (Levin)
+    ("Give a closed formula for the nth term of the sequence 5, 9, 13, 17, 21,...", "an 5 + 4(n −1)", "expression", None,
+     "layout_damaged"),  # a_n = ..., its "=" lost
+    ("Find the sum of the first 25 terms.", ". 2−2·525 −4", "numeric", None, "layout_damaged"),
+    ("Which of the following are mappings? In each case, supply a reason.\n(b) f(p/q) = 3p 3q", "this is a map", "text", "b",
+     "layout_damaged"),  # a stacked fraction flattened (Judson)
     # examples, drawings, partial answers, prose
     ("Find a basis for each of the following field extensions. What is the degree of each extension?\n(a) Q( √ 3, √ 6 ) over Q",
      "{1, √ 2, √ 3, √ 6 }", "set", "a", "partial_answer"),  # two asks, one bare value
@@ -81,6 +88,7 @@ def test_sure_findings_drop_with_their_reason(question, answer, answer_type, par
     ("Convert the following complex numbers to the form a + bi.\n(c) 3 cis(π)", "−3", "numeric", "c"),
     ("Find the order of each of the following elements.\n(e) 72 ∈Z240", "10", "numeric", "e"),
     ("Calculate 1234567 (mod 10).", "7", "numeric", None),  # a big number that is the number
+    ("Compute each of the following.\n(a) (1 3 4 5)(2 3 4)", "(1 3 5)(2 4)", "numeric", "a"),  # cycles: numbers side by side
     ("Find all x ∈Z satisfying each of the following equations.\n(e) 5x ≡1 (mod 6)", "5 + 6Z", "expression", "e"),
     ("Evaluate the determinant of each.\n(c) \\begin{pmatrix} 2 & 3 & 4 \\\\ 5 & 6 & 7 \\\\ 8 & 9 & 1 \\end{pmatrix}", "27", "numeric", "c"),
     ("What is the volume of a parallelepiped in R3 bounded by a linearly dependent set?", "It is zero.", "text", None),

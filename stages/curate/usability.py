@@ -178,6 +178,13 @@ _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z]
 _DETACHED_ARROW = re.compile(r"\u20d7(?=\s)|(?<=\s)\u20d7\s")
 _BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]")
 _FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
+# answer-side: "10 4" (a binomial flattened), "6 2 (8 5)", ". 2−2·525 −4", "an 5 + 4(n −1)" (a_n = ..., "=" lost)
+_CYCLE = re.compile(r"\((?:\d+\s+)+\d+\)")
+_ADJACENT_NUMBERS = re.compile(r"(?<![\w.,])\d+\s+\d+(?![\w.,])")
+_LEADING_PUNCT = re.compile(r"^\s*[.,;:]\s*\S")
+_SYMBOL_THEN_VALUE = re.compile(r"^\s*[A-Za-z]{1,2}\d?\s+(?=[\d(−-])")
+# both sides: stacked fractions flattened: "f(p/q) = 3p 3q", "p + 1 p −2"
+_FLAT_TERMS = re.compile(r"(?<![\w])\d+[a-z]\s+\d+[a-z]\b|[+−-]\s*\d+\s+[a-z]\s*[+−-]")
 _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
 
 
@@ -247,6 +254,15 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
             if m:  # a lost "=" in a question's definitions ("Let A {1, 2}") still reads; in an answer it does not compare
                 sure = not (pattern is _LOST_RELATION and where == "question")
                 found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", sure))
+        m = _FLAT_TERMS.search(text)
+        if m:
+            found.append(Finding("layout_damaged", f"{where}: a fraction flattened: {m.group(0).strip()!r}", True))
+        if where == "answer":
+            plain = _CYCLE.sub(" C ", text)  # cycles "(1 3 5)" are numbers side by side by right
+            for what, pattern in (("numbers side by side", _ADJACENT_NUMBERS), ("starts with punctuation", _LEADING_PUNCT),
+                                  ("a symbol then its value, the relation sign lost", _SYMBOL_THEN_VALUE)):
+                if (m := pattern.search(plain)) is not None:
+                    found.append(Finding("layout_damaged", f"answer: {what}: {m.group(0).strip()[:30]!r}", True))
         power = _flattened_powers(text)
         if power:
             found.append(Finding("layout_damaged", f"{where}: superscripts flattened: {power!r}",
