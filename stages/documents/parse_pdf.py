@@ -26,7 +26,7 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_quality import assess
 from .parse_records import DocPage
-from .parse_repair import Repairs, learn, main_script, repair, suspect_chars
+from .parse_repair import Repairs, has_candidates, learn, main_script, repair, suspect_chars
 
 _OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
 _REPAIRS: dict[tuple[str, str], Repairs] = {}  # per process: (path, languages) -> learned substitutions
@@ -127,11 +127,13 @@ class ParsePdf(Stage):
             page = cached_pdf(path).load_page(number - 1)
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
-            lines, raw = page_lines(blocks, page.rect.width)
-            main = main_script(raw)
-            bad = suspect_chars(raw, main)
+            # suspects are looked for in the fragments' text (block order): one layout pass per page
+            pre = "\n".join(ln["text"] for b in blocks for ln in b["lines"])
+            bad = suspect_chars(pre, main := main_script(pre)) if has_candidates(pre) else None
             path_taken, why, unrepaired = "text", None, 0
-            if bad:  # remapped or unmapped glyphs: substitutions learned for this document, or OCR
+            if not bad:
+                lines, raw = page_lines(blocks, page.rect.width)
+            else:  # remapped or unmapped glyphs: substitutions learned for this document, or OCR
                 table, chars = self._repairs(path).table, frozenset(bad)
                 fixed = []
                 for b in blocks:
@@ -142,7 +144,6 @@ class ParsePdf(Stage):
                         fixed_lines.append({**ln, "text": text})
                     fixed.append({**b, "lines": fixed_lines})
                 lines, raw = page_lines(fixed, page.rect.width)
-                unrepaired = max(unrepaired, sum(suspect_chars(raw, main).values()))
                 shown = "".join(sorted(bad))[:12].encode("unicode_escape").decode()
                 if unrepaired:
                     path_taken, why = "ocr", f"{unrepaired} of {sum(bad.values())} suspect glyphs unrepaired ({shown})"

@@ -59,8 +59,19 @@ def main_script(text: str) -> str:
     return counts.most_common(1)[0][0] if counts else "LATIN"
 
 
+# every suspect is one of these: a page without any (nearly all pages) is done with one C-level search
+_CANDIDATE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xff\u0180-\u02af\u03e2-\u03ef\u0400-\u1fff"
+                        "\u2c00-\u2dff\u3000-\ud7ff\ue000-\uf8ff\ufffd]")
+
+
+def has_candidates(text: str) -> bool:
+    return _CANDIDATE.search(text) is not None
+
+
 def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
     """Spans (start, end) of `text` whose code points are evidence of a remapped or unmapped font."""
+    if not _CANDIDATE.search(text):
+        return []
     spans = [m.span() for m in _FFFD.finditer(text)] + [m.span() for m in _NUMERIC.finditer(text)]
     spans += [m.span(g) for m in _PAGE_NUMBER.finditer(text) for g in (1, 2)
               if m.group(g) and not (len(m.group(g)) > 2 and len(set(m.group(g))) == 1)]  # not |||| bars

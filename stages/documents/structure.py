@@ -313,13 +313,11 @@ class DocumentBuilder:
         """Does an item numbered 1 start within the next few lines (or does the page end first:
         the list then starts on the next page)?"""
         below = self.page_lines[self.lines_on_page + 1 : self.lines_on_page + 1 + within]
-        if len(below) < 2:
-            return True
         for ln in below:
             label = parse_label(ln["text"], "exercises", bool(ln.get("bold")))
-            if label is not None and number_tokens(label.number)[-1] == "1":
-                return True
-        return False
+            if label is not None:
+                return number_tokens(label.number)[-1] == "1"
+        return len(below) < within  # the page ended first: nothing below says otherwise
 
     def _heading(self, h: Heading, size: float, page: dict) -> None:
         self._close()
