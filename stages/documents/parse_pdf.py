@@ -127,13 +127,12 @@ class ParsePdf(Stage):
             page = cached_pdf(path).load_page(number - 1)
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
-            # suspects are looked for in the fragments' text (block order): one layout pass per page
-            pre = "\n".join(ln["text"] for b in blocks for ln in b["lines"])
-            bad = suspect_chars(pre, main := main_script(pre)) if has_candidates(pre) else None
+            lines, raw = page_lines(blocks, page.rect.width)
+            # suspects are looked for in the page's visual lines (first and last line are where page
+            # numbers sit), behind one C-level pre-check that nearly every clean page fails
+            bad = suspect_chars(raw, main := main_script(raw)) if has_candidates(raw) else None
             path_taken, why, unrepaired = "text", None, 0
-            if not bad:
-                lines, raw = page_lines(blocks, page.rect.width)
-            else:  # remapped or unmapped glyphs: substitutions learned for this document, or OCR
+            if bad:  # remapped or unmapped glyphs: substitutions learned for this document, or OCR
                 table, chars = self._repairs(path).table, frozenset(bad)
                 fixed = []
                 for b in blocks:
