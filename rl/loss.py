@@ -307,7 +307,8 @@ def clipped_objective(
     if behavior_logp is not None:
         with torch.no_grad():
             drift = (old_logp - behavior_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
-            mismatch = drift.exp() - drift - 1  # k3 estimate of KL(behavior || pi_old) >= 0
+            # k3 estimate of KL(behavior || pi_old), >= 0 (clamped: rounding can dip below)
+            mismatch = (drift.exp() - drift - 1).clamp(min=0)
             if is_cap:
                 correction = drift.exp().clamp(max=is_cap)
     loss = -(weights * correction * objective).sum()
