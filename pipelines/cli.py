@@ -238,6 +238,26 @@ def print_status(run_dir: Path) -> None:
 
 
 @app.command()
+def gc(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed")] = False,
+) -> None:
+    """Remove a run's segments that its current configuration no longer uses (kept so that
+    switching back to an earlier setting is free), and scratch left by a killed run."""
+    from .engine.housekeeping import collect_garbage
+
+    try:
+        result = collect_garbage(run_dir, dry_run=dry_run)
+    except InputError as e:
+        fail(str(e))
+    verb = "would remove" if dry_run else "removed"
+    console.print(f"{verb} {len(result['removed'])} unused segments ({result['bytes'] / 1e6:,.1f} MB); "
+                  f"kept {len(result['kept'])}", highlight=False)
+    for name in result["removed"]:
+        console.print(f"  {name}", highlight=False)
+
+
+@app.command()
 def status(
     run_dir: Annotated[Path, typer.Argument(help="a run directory")],
     as_json: Annotated[bool, typer.Option("--json", help="print stats as JSON")] = False,
@@ -333,7 +353,7 @@ def decontam(
     backend: Annotated[str, typer.Option(help="embedding backend: minilm, minilm-int8, static")] = "minilm",
     minhash_threshold: Annotated[float | None, typer.Option(help="estimated Jaccard (default 0.5)")] = None,
     vector_threshold: Annotated[float | None, typer.Option(help="cosine (default: the backend's)")] = None,
-    numbers: Annotated[str | None, typer.Option(help="number invariants: subset (default), exact, ignore")] = None,
+    numbers: Annotated[str | None, typer.Option(help="number invariants: quantities (default), subset, exact, ignore")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Find benchmark items in inputs; write matches.jsonl and a clean copy of the inputs."""

@@ -69,15 +69,21 @@ for _g, _group in enumerate(_UNIT_GROUPS):
 UNITS.update({"inches": UNITS["inch"], "hrs": UNITS["hr"], "mins": UNITS["min"], "secs": UNITS["sec"],
               "lbs": UNITS["lb"], "pennies": UNITS["cent"]})
 
-_TOKEN = re.compile(r"(\d{1,2}):(\d{2})(?!\d)|(\d+(?:,\d{3})+(?![\d,])(?:\.\d+)?|\d*\.\d+|\d+)(?:/(\d+))?|([a-z]+)|(%)")
-_LATEX_FRAC = re.compile(r"\\frac\{(\d+(?:\.\d+)?)\}\{(\d+(?:\.\d+)?)\}")
+# a decimal point needs a digit before it, or a "$" ("$.25"), not a sentence's end ("toys.5")
+_TOKEN = re.compile(r"(\d{1,2}):(\d{2})(?!\d)|(\d+(?:,\d{3})+(?![\d,])(?:\.\d+)?|\d+\.\d+|(?<=\$)\.\d+|\d+)(?:/(\d+))?"
+                    r"|([a-z]+)|(%)|([,.;:!?()])")
+_LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
 
 
 def _tokens(text: str) -> list[tuple[str, object]]:
-    text = _LATEX_FRAC.sub(r" \1/\2 ", canonical_text(text))
+    # the raw text, lowercased (canonical_text would join "toys. 5" into "toys.5")
+    text = _LATEX_FRAC.sub(r" \1/\2 ", canonical_text(text, latex=False))
     out: list[tuple[str, object]] = []
     for m in _TOKEN.finditer(text):
-        hh, mm, num, den, word, pct = m.groups()
+        hh, mm, num, den, word, pct, punct = m.groups()
+        if punct is not None:  # ends a number in words: "at six, seven times" is 6 and 7
+            out.append(("punct", punct))
+            continue
         if hh is not None:
             out.append(("clock", (int(hh), int(mm))))
         elif num is not None:
@@ -94,13 +100,19 @@ def _tokens(text: str) -> list[tuple[str, object]]:
 
 def _word_number(toks: list, i: int) -> tuple[Fraction | None, int]:
     """A number written in words from toks[i]: (value, next index) or (None, i)."""
-    total, current, j, seen = 0, 0, i, False
+    total, current, j, seen, last = 0, 0, i, False, None
     while j < len(toks) and toks[j][0] == "word":
         w = toks[j][1]
         if w in SMALL:
+            if last in ("small", "teen") or (last == "tens" and SMALL[w] > 9) or (last == "tens" and not SMALL[w]):
+                break  # "two fifteen-minute breaks" is 2 and 15, "twenty-four" is 24
             current += SMALL[w]
+            last = "teen" if SMALL[w] > 9 else "small"
         elif w in TENS:
+            if last in ("small", "teen", "tens"):
+                break
             current += TENS[w]
+            last = "tens"
         elif w in SCALES and seen:
             scale = SCALES[w]
             if scale == 100:
@@ -108,6 +120,7 @@ def _word_number(toks: list, i: int) -> tuple[Fraction | None, int]:
             else:
                 total += (current or 1) * scale
                 current = 0
+            last = "scale"
         elif w == "and" and seen and j + 1 < len(toks) and toks[j + 1][0] == "word" and (
                 toks[j + 1][1] in SMALL or toks[j + 1][1] in TENS):
             pass

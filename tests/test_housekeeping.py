@@ -53,3 +53,18 @@ def test_gc_removes_segments_of_old_fingerprints(tmp_path):
     before = pq.read_table(out / "data").to_pylist()
     again = run(src, out, 0.9)  # the kept segments are still used as they are
     assert pq.read_table(again.run_dir / "data").to_pylist() == before
+
+
+def test_gc_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from rlclimb.pipelines.cli import app
+
+    src, out = source(tmp_path), tmp_path / "run"
+    run(src, out, 0.7)
+    run(src, out, 0.9)
+    result = CliRunner().invoke(app, ["gc", str(out)])
+    assert result.exit_code == 0 and "removed 1 unused segments" in result.output
+    assert len(list((out / "stages").iterdir())) == 2
+    missing = CliRunner().invoke(app, ["gc", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "not a run directory" in missing.output
