@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from rlclimb.stages.dedup.exact import ExactDedup
@@ -76,3 +78,27 @@ def test_exact_dedup_uses_math_aware_keys(tmp_path):
     report = stage.report
     assert (report["clusters"], report["dropped"], report["largest_cluster"]) == (1, 1, 2)
     assert (tmp_path / "reports" / "dedup_exact.json").exists()
+
+
+def test_exact_dedup_table_is_compact_and_checks_prefix_collisions():
+    from rlclimb.stages.dedup.exact import DigestTable
+
+    table = DigestTable(capacity=8)
+    digests = [hashlib.sha256(str(i).encode()).digest() for i in range(5000)]
+    assert all(table.first(d, i) is None for i, d in enumerate(digests))  # grows past 8 slots
+    assert [table.first(d, -5) for d in digests[:3]] == [0, 1, 2] and table.count == 5000
+    assert table.nbytes / table.count <= 28 / 0.35  # 28 bytes a slot, load >= 0.35 after growing
+    other = digests[7][:8] + bytes(24)  # same 64-bit prefix as digest 7, another text
+    assert table.first(other, 99) is None and table.collisions == 1
+    assert table.first(digests[7], -1) == 7  # the indexed one still matches
+
+
+def test_exact_dedup_names_the_kept_record_from_the_ids_file():
+    from rlclimb.pipelines.stage import StageContext
+    from rlclimb.stages.dedup.exact import ExactDedup
+
+    recs = [{"id": f"id-{i}", "question": f"Q {i % 300}"} for i in range(1000)]
+    out = list(ExactDedup().run(recs, StageContext()))
+    drops = [o for o in out if isinstance(o, tuple)]
+    assert len(drops) == 700 and drops[0][1].detail == "same normalized question as id-0"
+    assert drops[-1][1].detail == "same normalized question as id-99"
