@@ -169,7 +169,8 @@ def test_provenance_only_for_annotations_and_expansion(tmp_path):
     for f in (result.run_dir / "data").glob("*.parquet"):
         trail = json.loads(pq.read_schema(f).metadata[b"rlclimb.stages"])
         assert [t["name"] for t in trail] == names
-        assert trail[1] == {"name": "upper", "version": "1", "fingerprint": hs.Upper().fingerprint}
+        assert trail[1] == {"name": "upper", "version": "1", "fingerprint": hs.Upper().fingerprint,
+                            "pipeline": "main", "input": JsonlReader([src]).fingerprint()}
 
 
 @pytest.mark.parametrize("faulty", [hs.Faulty, hs.AsyncFaulty], ids=["sync", "async"])
@@ -564,6 +565,12 @@ def test_parquet_reader_feeds_a_previous_runs_dataset(tmp_path):
          "votes": ["x", "y"], "cost": 0.5}]
     assert funnel(second.stats)["drop_some"] == (15, 13, 13, {"drop_some": 2})
     assert "read" not in funnel(second.stats)
+    # the upstream run's stage trail is carried forward: the dataset names every stage since import
+    for f in (second.run_dir / "data").glob("*.parquet"):
+        trail = json.loads(pq.read_schema(f).metadata[b"rlclimb.stages"])
+        assert [(t["name"], t["pipeline"]) for t in trail] == [(s.name, "m") for s in main_stages()] + [
+            ("drop_some", "p"), ("annotate", "p")]
+        assert trail[-1]["input"] == reader.fingerprint() != trail[0]["input"]
 
 
 def test_run_directory_is_locked_while_in_use(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from rlclimb.schemas.arrow import arrow_schema
 from rlclimb.schemas.records import StageEvent
@@ -85,7 +86,8 @@ def plan_segments(pipeline: Pipeline) -> list[Segment]:
     if not groups:
         raise ValueError(f"pipeline {pipeline.name} has no stages")
     segments, prev_fp, schema = [], pipeline.reader.fingerprint(), pipeline.reader.schema
-    trail: list[dict[str, str]] = []
+    trail: list[dict[str, str]] = upstream_trail(pipeline.reader)  # what the input records passed
+    run = {"pipeline": pipeline.name, "input": prev_fp}
     for i, stages in enumerate(groups):
         h = hashlib.sha256(f"{prev_fp}|{pipeline.shard_size}".encode())
         for st in stages:
@@ -94,10 +96,31 @@ def plan_segments(pipeline: Pipeline) -> list[Segment]:
                 schema = arrow_schema(st.output_model)
         if schema is not None and "provenance" not in schema.names:  # every record carries its history
             schema = schema.append(PROVENANCE_FIELD)
-        trail.extend({"name": st.name, "version": st.version, "fingerprint": st.fingerprint} for st in stages)
+        trail.extend({"name": st.name, "version": st.version, "fingerprint": st.fingerprint, **run} for st in stages)
         metadata = {b"rlclimb.stages": json.dumps(trail).encode()}  # each data file names the stages its records passed
         if schema is not None:
             schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
         prev_fp = h.hexdigest()[:12]
         segments.append(Segment(i, stages, prev_fp, schema, first=i == 0, metadata=metadata))
     return segments
+
+
+def upstream_trail(reader: Any) -> list[dict[str, str]]:
+    """The stage trail stored in the input files by the runs that made them (a chained run reads
+    another run's data): carried forward, so a dataset names every stage since import."""
+    trail: list[dict[str, str]] = []
+    seen: set[tuple] = set()
+    for path in getattr(reader, "paths", None) or []:
+        if not str(path).endswith(".parquet"):
+            continue
+        try:
+            meta = pq.read_schema(path).metadata or {}
+            entries = json.loads(meta.get(b"rlclimb.stages", b"[]"))
+        except (OSError, ValueError, pa.ArrowInvalid):
+            continue
+        for e in entries:  # several input files of one run hold the same trail: once
+            key = (e.get("name"), e.get("fingerprint"), e.get("pipeline"), e.get("input"))
+            if key not in seen:
+                seen.add(key)
+                trail.append(e)
+    return trail
