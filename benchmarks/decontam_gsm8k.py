@@ -69,6 +69,22 @@ def evaluate(bench, reph, negatives, **config) -> dict:
     return out
 
 
+SAMPLE = Path(__file__).resolve().parent / "data" / "decontam_gsm8k_sample.jsonl"
+
+
+def write_sample(bench, reph, train, memo, per_item: int = 2) -> None:
+    """The committed sample the tests use: the 60 rephrased benchmark items and, for each, the
+    `per_item` GSM8K train items nearest to it by cosine (same-theme negatives, the hard kind)."""
+    used = sorted({r["test_index"] for r in reph})
+    b = memo.encode([bench[i].text for i in used])
+    t = memo.encode(train)
+    near = np.argsort(-(b @ t.T), axis=1)[:, :per_item]
+    rows = [{"kind": "benchmark", "id": str(i), "text": bench[i].text} for i in used]
+    rows += [{"kind": "negative", "id": f"train-{j}", "text": train[j]} for j in sorted({int(j) for j in near.ravel()})]
+    SAMPLE.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"wrote {SAMPLE}: {len(used)} benchmark items, {len(rows) - len(used)} negatives")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gsm8k", type=Path, required=True, help="directory with GSM8K test.jsonl and train.jsonl")
@@ -76,6 +92,9 @@ def main() -> None:
     ap.add_argument("--backend", default="minilm")
     ap.add_argument("--cosines", type=float, nargs="+", default=[0.7, 0.75, 0.8, 0.85, 0.9])
     ap.add_argument("--policies", nargs="+", default=["subset", "quantities"])
+    ap.add_argument("--covers", type=float, nargs="+", default=[0.5, 0.6, 0.75, 1.0],
+                    help="numbers_cover values swept for the quantities policy")
+    ap.add_argument("--write-sample", action="store_true", help=f"write {SAMPLE.name} (for the tests) and stop")
     ap.add_argument("--examples", action="store_true", help="print missed items and false flags")
     args = ap.parse_args()
     bench, reph, negatives = load(args.gsm8k, args.negatives)
@@ -84,14 +103,20 @@ def main() -> None:
     print(f"benchmark: {len(bench)} GSM8K test items; leaks: {len(reph)} rephrasings "
           f"({sum(r['split'] == 'dev' for r in reph)} dev, {sum(r['split'] == 'test' for r in reph)} held out); "
           f"clean: {len(negatives)} GSM8K train items; backend {args.backend}")
+    if args.write_sample:
+        write_sample(bench, reph, negatives, memo)
+        return
     t0 = time.perf_counter()
-    lexical = evaluate(bench, reph, negatives, matchers=["exact", "minhash"])
+    lexical = evaluate(bench, reph, negatives, matchers=["exact", "minhash"], numbers="subset")
     print(f"exact+minhash only: recall dev {lexical['dev']:.3f} held-out {lexical['test']:.3f}, "
           f"false flags {lexical['false_flags']}/{lexical['negatives']}")
-    for policy in args.policies:
+    settings = [(p, {"numbers": p}) for p in args.policies if p != "quantities"]
+    if "quantities" in args.policies:
+        settings += [(f"quantities cover {c}", {"numbers": "quantities", "numbers_cover": c}) for c in args.covers]
+    for name, setting in settings:
         for cos in args.cosines:
-            r = evaluate(bench, reph, negatives, vector_backend=args.backend, vector_threshold=cos, numbers=policy)
-            print(f"numbers={policy:<10} cosine {cos:.2f}: recall dev {r['dev']:.3f} held-out {r['test']:.3f}; "
+            r = evaluate(bench, reph, negatives, vector_backend=args.backend, vector_threshold=cos, **setting)
+            print(f"numbers={name:<22} cosine {cos:.2f}: recall dev {r['dev']:.3f} held-out {r['test']:.3f}; "
                   f"false flags {r['false_flags']}/{r['negatives']} = {r['false_flags'] / r['negatives']:.2%}")
             if args.examples:
                 print(f"    missed dev {r['dev_missed']} held-out {r['test_missed']}")
