@@ -253,7 +253,8 @@ def run_decontam(benchmarks: list[str], inputs: list[str], out: Path, *, field_n
         "unreadable_count": tally.unreadable_count,
         "unreadable": tally.unreadable,
         "thresholds": {"minhash_jaccard": config.minhash_threshold, "vector_cosine": config.cosine,
-                       "vector_backend": config.vector_backend, "numbers": config.numbers},
+                       "vector_backend": config.vector_backend, "numbers": config.numbers,
+                       "numbers_cover": config.numbers_cover},
         "config": config.model_dump(mode="json"),
         "time_s": round(time.perf_counter() - t0, 3),
     }

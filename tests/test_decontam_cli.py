@@ -61,6 +61,7 @@ def test_matches_and_byte_exact_clean_copy(files, tmp_path):
     assert report["by_matcher"] == {"exact": 1, "minhash": 1} and report["benchmarks"] == {"gsm8k_test": 2}
     assert report["unreadable_count"] == 1 and report["unreadable"][0]["line"] == 4
     assert report["thresholds"]["minhash_jaccard"] == 0.5 and report["thresholds"]["numbers"] == "quantities"
+    assert report["thresholds"]["numbers_cover"] == 0.6
 
 
 def test_gz_parquet_and_directory_inputs(files, tmp_path):
