@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import ctypes
 import multiprocessing
+import os
+import signal
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -53,20 +56,20 @@ class RayPool:
 def _pool(engine: str, workers: int):
     if engine == "ray":
         return RayPool(workers)
-    # Workers die with this process, kill -9 included (PR_SET_PDEATHSIG = 1; a parent that died
-    # before the worker got there is caught by the ppid check). `exec` keeps the initializer a
-    # picklable builtin for the spawn context.
-    die_with_parent = (
-        "import ctypes, os, signal\n"
-        "ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)\n"
-        f"if os.getppid() != {multiprocessing.current_process().pid}: os._exit(1)\n"
-    )
     return cf.ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=exec,
-        initargs=(die_with_parent,),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
     )
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool initializer: a worker dies with the run, kill -9 included (PR_SET_PDEATHSIG; a parent
+    that died before the worker got here is caught by the ppid check)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 # Worker processes keep their stages set up across shards (keyed by segment fingerprint).
