@@ -97,8 +97,8 @@ def train(
 
     _set_threads()  # torch's default (one thread per core) spin-waits on a shared machine
 
-    progress = not quiet and sys.stderr.isatty()
-    if not progress:  # transformers' own bars (loading, writing checkpoints)
+    progress = not quiet  # a bar on a terminal, a plain line per step in a log
+    if not sys.stderr.isatty():  # transformers' own bars (loading, writing checkpoints)
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()

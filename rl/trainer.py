@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 import time
 import warnings
 from contextlib import contextmanager
@@ -578,9 +579,15 @@ def _truncate_after(path: Path, step: int) -> None:
 
 
 class _Bar:
-    """A rich progress bar with the numbers one watches during a climb."""
+    """A rich progress bar with the numbers one watches during a climb; when stderr is not a
+    terminal (a log file, CI), one plain line per step instead, so a long run is never silent."""
 
-    def __init__(self, total: int, done: int):
+    def __init__(self, total: int, done: int, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.total, self.done, self.t0 = total, done, time.perf_counter()
+        self.progress = None
+        if not self.stream.isatty():
+            return
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -609,7 +616,13 @@ class _Bar:
         )
         if "eval/pass@1" in row:
             info += f" · eval {row['eval/pass@1']:.2f}"
-        self.progress.update(self.task, advance=1, info=info)
+        self.done += 1
+        if self.progress is None:
+            elapsed = time.perf_counter() - self.t0
+            print(f"train: step {self.done}/{self.total} · {info} · {elapsed:.0f}s elapsed", file=self.stream, flush=True)
+        else:
+            self.progress.update(self.task, advance=1, info=info)
 
     def close(self) -> None:
-        self.progress.stop()
+        if self.progress is not None:
+            self.progress.stop()

@@ -64,12 +64,13 @@ def test_train_command(model_path, tmp_path, monkeypatch):
     runner = CliRunner()
     result = runner.invoke(
         app,
-        ["train", str(data), "--model", str(model_path), "--out", str(out), "--steps", "1", *FAST],
+        ["train", str(data), "--model", str(model_path), "--out", str(out), "--steps", "1", *FAST[:-1]],  # not -q
     )
     assert result.exit_code == 0, result.output
     assert torch.get_num_threads() == 1  # capped as the local LLM backend does
     torch.set_num_threads(threads)
     assert "1 rows skipped" in result.output and "3 training items" in result.output
+    assert "train: step 1/1 · reward" in result.output  # not a terminal: a plain line per step
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1] and "eval/pass@1" in rows[1]
     assert {
