@@ -286,7 +286,7 @@ def export(
 ) -> None:
     """Export a run's dataset: JSONL, JSONL.gz or Parquet by the file's extension, or a
     Hub-ready folder (data/train-*.parquet, README.md dataset card, croissant.json)."""
-    from .export import ExportError, export_run
+    from .publish.export import ExportError, export_run
 
     try:
         written = export_run(run_dir, out)

@@ -24,7 +24,7 @@ def mix(
     """Materialize a mix spec into a Hugging Face dataset (train/validation split by content id)."""
     from rlclimb.schemas.records import MixSpec
 
-    from .mix import MixError, build_mix, load_spec
+    from .publish.mix import MixError, build_mix, load_spec
 
     try:  # never write into (or over) a directory rlclimb did not create
         check_dir(out, "mix")
@@ -54,8 +54,8 @@ def card(
     target: Annotated[Path, typer.Argument(help="a run directory (rlclimb run) or a mix directory (rlclimb mix)")],
 ) -> None:
     """Write a Hugging Face dataset card (README.md, figures/) and croissant.json into a run or mix."""
-    from .card import write_card
-    from .describe import DescribeError
+    from .publish.card import write_card
+    from .publish.describe import DescribeError
 
     try:
         written = write_card(target)
@@ -78,8 +78,8 @@ def report(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default: TARGET/report.html)")] = None,
 ) -> None:
     """Write one self-contained HTML page about a run, mix or training run (no server, nothing fetched)."""
-    from .describe import DescribeError
-    from .report import write_report
+    from .publish.describe import DescribeError
+    from .publish.report import write_report
 
     try:
         path = write_report(target, out)
@@ -92,7 +92,7 @@ def report(
 def demo(out: Annotated[Path, typer.Option("--out", "-o", help="directory for everything the demo makes")] = Path("runs/demo")) -> None:
     """The whole loop on bundled samples, no services: a sample textbook PDF and QA dump -> curate ->
     score (embedded SmolLM2) -> mix -> card -> 2 GRPO steps -> reward figure and HTML reports."""
-    from .demo import run_demo
+    from .publish.demo import run_demo
 
     made = run_demo(out, say=lambda m: console.print(m, highlight=False, markup=False))
     console.print(f"\ndemo finished in {made['elapsed_s']} s; everything is under {out}:", highlight=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlclimb.environments.base import kind_of
-from rlclimb.pipelines.mix import MixError, read_dataset, select_rows
+from rlclimb.pipelines.publish.mix import MixError, read_dataset, select_rows
 from rlclimb.schemas.io import load_yaml
 from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
 

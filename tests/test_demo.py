@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rlclimb.pipelines.cli import app
-from rlclimb.pipelines.demo import missing_train, typeset_textbook
+from rlclimb.pipelines.publish.demo import missing_train, typeset_textbook
 
 runner = CliRunner()
 SAMPLES = Path(__file__).resolve().parents[1] / "pipelines" / "samples"

@@ -97,12 +97,12 @@ def typeset_textbook(source: Path, pdf: Path) -> Path:
 
 
 def run_one(pipeline: str, inputs: list[str], out: Path, stages: dict[str, Any], llm: dict | None = None) -> Any:
-    from .definitions import PIPELINES
-    from .engine import RunOptions, run_pipeline
+    from ..definitions import PIPELINES
+    from ..engine import RunOptions, run_pipeline
 
     config = None
     if llm is not None:
-        from .llm import LLMConfig
+        from ..llm import LLMConfig
 
         config = LLMConfig.from_dict(llm)
     built = PIPELINES[pipeline](inputs, stages, 10_000)
@@ -173,7 +173,7 @@ def run_demo(out: Path, say: Callable[[str], None] = print) -> dict[str, Any]:
         step("GRPO with smollm2: 2 steps of 2 prompts x 4 responses")
         grpo_config = out / "grpo.yaml"
         grpo_config.write_text(yaml.safe_dump(GRPO, sort_keys=False))
-        from .cli_train import train
+        from ..cli_train import train
 
         train(mix=str(out / "mix"), model="smollm2", out=out / "grpo", config=grpo_config, set_=[], steps=None, quiet=True)
         made["grpo"], made["reward_png"] = out / "grpo", out / "grpo" / "reward.png"

@@ -333,7 +333,7 @@ CROISSANT_TYPES = {"String": "sc:Text", "Int64": "sc:Integer", "Float64": "sc:Fl
 def croissant(d: Description) -> dict[str, Any]:
     """Croissant 1.0 JSON-LD: a FileSet and a RecordSet (`default-train`, ...) per config and split,
     with the scalar columns (nested ones are described in the card's schema section)."""
-    context = json.loads((resources.files("rlclimb.pipelines") / "assets" / "croissant_context.json").read_text())
+    context = json.loads((resources.files("rlclimb.pipelines.publish") / "assets" / "croissant_context.json").read_text())
     distribution, record_sets = [], []
     scalar = [c for c in d.frame.columns if c not in ("split", "config") and str(d.frame.schema[c]) in CROISSANT_TYPES]
     for config, splits in d.data_files.items():
@@ -390,5 +390,5 @@ def write_card(target: Path) -> dict[str, Any]:
             "records": d.records, "counts": Counter(d.splits)}
 
 
-if __name__ == "__main__":  # python -m rlclimb.pipelines.card DIR
+if __name__ == "__main__":  # python -m rlclimb.pipelines.publish.card DIR
     print(write_card(Path(sys.argv[1])))
