@@ -14,13 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlclimb.environments.base import kind_of
-from rlclimb.pipelines.publish.mix import MixError, read_dataset, select_rows
+from rlclimb.pipelines.publish.mix import MixError, read_dataset, select_rows, typed_records
 from rlclimb.schemas.io import load_yaml
 from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
-
-RECORDS = {"math": QAItem, "code": CodeProblem}
-
 
 DataError = MixError  # one error for unreadable mixes, from `rlclimb mix` and `rlclimb train`
 
@@ -37,16 +33,7 @@ class Item:
 
 
 def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[Item]:
-    items = []
-    for i, row in enumerate(rows):
-        try:
-            kind = kind_of(row)
-            model = RECORDS[kind]
-            known = {k: v for k, v in row.items() if k in model.model_fields and v is not None}
-            items.append(Item(model.model_validate(known), kind))
-        except Exception as e:
-            skipped.append(f"{where} row {i}: not a training item ({str(e).splitlines()[0]})")
-    return items
+    return [Item(rec, kind) for kind, rec in typed_records(rows, where, skipped, "a training item")]
 
 
 def load_source(source: MixSource, base: Path, seed: int, skipped: list[str]) -> list[Item]:

@@ -92,18 +92,24 @@ def read_dataset(path: Path, skipped: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def typed_rows(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """(kind, row in its record schema) for every row that is a QA item or a code problem."""
+def typed_records(rows: list[dict[str, Any]], where: str, skipped: list[str], what: str) -> list[tuple[str, QAItem | CodeProblem]]:
+    """(kind, record) for every row that validates as a QA item or a code problem; the others are
+    named in `skipped` as not being `what`. Shared by `rlclimb mix` and `rlclimb train`."""
     out = []
     for i, row in enumerate(rows):
         try:
             kind = kind_of(row)
             model = RECORDS[kind]
             known = {k: v for k, v in row.items() if k in model.model_fields and v is not None}
-            out.append((kind, model.model_validate(known).model_dump(mode="json")))
+            out.append((kind, model.model_validate(known)))
         except Exception as e:
-            skipped.append(f"{where} row {i}: not a QA item or code problem ({str(e).splitlines()[0]})")
+            skipped.append(f"{where} row {i}: not {what} ({str(e).splitlines()[0]})")
     return out
+
+
+def typed_rows(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(kind, row in its record schema) for every row that is a QA item or a code problem."""
+    return [(kind, rec.model_dump(mode="json")) for kind, rec in typed_records(rows, where, skipped, "a QA item or code problem")]
 
 
 # ---- selection -------------------------------------------------------------------------------

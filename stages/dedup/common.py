@@ -15,6 +15,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,6 +87,17 @@ def spill_directory(ctx: StageContext, stage_name: str, configured: str | None) 
 
 
 _CREATED_BASES: set[Path] = set()  # spill bases this process made (removed again when empty)
+
+
+@contextmanager
+def spilling(ctx: StageContext, stage_name: str, configured: str | None) -> Iterator[Path]:
+    """`spill_directory` for the length of a stage's run, removed when it ends (a killed run's
+    leftovers are removed at the next start)."""
+    workdir = spill_directory(ctx, stage_name, configured)
+    try:
+        yield workdir
+    finally:
+        remove_directory(workdir)
 
 
 def remove_directory(path: Path) -> None:

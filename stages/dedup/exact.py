@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
 from ..text_keys import canonical_text
-from .common import input_text, remove_directory, spill_directory, write_report
+from .common import input_text, spilling, write_report
 
 
 class ExactDedupConfig(StageConfig):
@@ -109,11 +109,8 @@ class ExactDedup(Stage):
     drop_reason = "duplicate_exact"
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
-        workdir = spill_directory(ctx, self.name, self.config.spill_dir)
-        try:
+        with spilling(ctx, self.name, self.config.spill_dir) as workdir:
             yield from self._run(records, ctx, workdir)
-        finally:
-            remove_directory(workdir)
 
     def _run(self, records: Iterable[Record], ctx: StageContext, workdir) -> Iterator[Record | tuple[Record, Drop]]:
         c, t0 = self.config, time.perf_counter()

@@ -32,8 +32,7 @@ from .common import (
     examples_report,
     input_text,
     rank_of,
-    remove_directory,
-    spill_directory,
+    spilling,
     write_report,
 )
 from .minhash_sketch import MinHasher, estimated_jaccard
@@ -66,11 +65,8 @@ class MinHashDedup(Stage):
     drop_reason = "duplicate_minhash"
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
-        workdir = spill_directory(ctx, self.name, self.config.spill_dir)
-        try:
+        with spilling(ctx, self.name, self.config.spill_dir) as workdir:
             yield from self._run(records, ctx, workdir)
-        finally:
-            remove_directory(workdir)
 
     def _run(self, records: Iterable[Record], ctx: StageContext, workdir) -> Iterator[Record | tuple[Record, Drop]]:
         c, t0 = self.config, time.perf_counter()
