@@ -1,0 +1,1 @@
+"""SWE instances from pull requests: collect, build images, sanitize, export."""
