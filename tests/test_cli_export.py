@@ -61,3 +61,17 @@ def test_a_folder_is_hub_ready_data_and_card(run, tmp_path, monkeypatch):
     ds = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "hf"))
     assert sorted(ds["train"]["id"]) == sorted(r["id"] for r in dataset(run))
     assert cli("export", run, "--out", out).exit_code == 2  # never into a non-empty folder
+
+
+def test_jsonl_export_keeps_the_stage_trail_of_chained_runs(run, tmp_path):
+    """A stem-curate run over the qa-jsonl run's data: the JSONL export names both runs' stages."""
+    curated = tmp_path / "curated"
+    result = cli("run", "stem-curate", "--input", run / "data", "--out", curated, "-q")
+    assert result.exit_code == 0, result.output
+    assert cli("export", curated, "--out", tmp_path / "final.jsonl").exit_code == 0
+    trail = json.loads((tmp_path / "final.jsonl.provenance.json").read_text())
+    pipelines = [s["pipeline"] for s in trail["stages"]]
+    assert pipelines[0] == "qa-jsonl" and pipelines[-1] == "stem-curate"
+    meta = pq.read_schema(sorted((curated / "data").glob("*.parquet"))[0]).metadata
+    assert trail["stages"] == json.loads(meta[b"rlclimb.stages"])
+    assert all({"name", "version", "fingerprint"} <= set(s) for s in trail["stages"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -40,7 +41,9 @@ def export_run(run_dir: Path, out: Path) -> dict:
         raise ExportError(f"no dataset in {run_dir} (or the run is not finished): run the pipeline first")
     if kind == "jsonl":
         write_jsonl((row for batch in iter_parquet_batches(files) for row in batch), out)
-        return {"kind": kind, "path": out}
+        trail = provenance_path(out)  # JSONL has no file metadata: the stage trail goes beside it
+        trail.write_text(json.dumps(provenance(run_dir, files), indent=2) + "\n")
+        return {"kind": kind, "path": out, "provenance": trail}
     if kind == "parquet":
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(f".{out.name}.tmp")
@@ -51,6 +54,21 @@ def export_run(run_dir: Path, out: Path) -> dict:
         tmp.replace(out)
         return {"kind": kind, "path": out}
     return export_folder(run_dir, files, out)
+
+
+def provenance_path(out: Path) -> Path:
+    return out.with_name(out.name + ".provenance.json")
+
+
+def provenance(run_dir: Path, files: list[Path]) -> dict:
+    """What the Parquet files say about their records' history: every stage since import (name,
+    version, fingerprint, pipeline, input), upstream runs' stages first, as the engine wrote it."""
+    meta = pq.read_schema(files[0]).metadata or {}
+    return {
+        "run": str(run_dir.resolve()),
+        "files": [f.name for f in files],
+        "stages": json.loads(meta.get(b"rlclimb.stages", b"[]")),
+    }
 
 
 def export_folder(run_dir: Path, files: list[Path], out: Path) -> dict:
