@@ -61,7 +61,9 @@ class PythonLanguage:
         if any(part in _TEST_DIRS for part in p.parts[:-1]):
             return True
         n = p.name
-        return n == "conftest.py" or (n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py")))
+        return n == "conftest.py" or (
+            n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))
+        )
 
     # ---- install recipe -------------------------------------------------------------------
     def test_extras(self, repo_dir: Path) -> list[str]:
@@ -127,7 +129,9 @@ class PythonLanguage:
         steps: list[str] = []
         for req in self.requirement_files(repo_dir):
             steps.append(f"RUN {PIP} -r {shlex.quote(req)}")
-        installable = any((repo_dir / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
+        installable = any(
+            (repo_dir / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")
+        )
         if installable:
             extras = self.test_extras(repo_dir)
             target = "." + (f"[{','.join(extras)}]" if extras else "")
@@ -143,8 +147,16 @@ class PythonLanguage:
     def test_command(self, test_files: list[str], junit_path: str) -> str:
         # xunit1 writes the `file` attribute: node ids come from it, not from guessing paths.
         args = [
-            "python3", "-m", "pytest", "-p", "no:cacheprovider", "-rA", "--tb=short",
-            "-o", "junit_family=xunit1", f"--junitxml={junit_path}",
+            "python3",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "--tb=short",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={junit_path}",
         ]
         return " ".join(shlex.quote(a) for a in args + list(test_files))
 
@@ -160,9 +172,12 @@ class PythonLanguage:
                 continue
             tags = {child.tag for child in case}
             status = (
-                "error" if "error" in tags
-                else "failed" if "failure" in tags
-                else "skipped" if "skipped" in tags
+                "error"
+                if "error" in tags
+                else "failed"
+                if "failure" in tags
+                else "skipped"
+                if "skipped" in tags
                 else "passed"
             )
             prev = out.get(node)
@@ -183,7 +198,7 @@ def _node_id(classname: str, name: str, file: str | None) -> str:
         path = PurePosixPath(file.replace("\\", "/"))
         module = list(path.with_suffix("").parts)
         if parts[: len(module)] == module:
-            classes = parts[len(module):]
+            classes = parts[len(module) :]
         else:  # rootdir differs from the classname's root: classes are the capitalised tail
             classes = _class_tail(parts)
         return "::".join([path.as_posix(), *classes, name])
