@@ -76,9 +76,15 @@ class DockerSession(HostSession):
         network: bool,
         image: str,
         warm: _Warm | None = None,
+        *,
+        exec_user: str | None = None,
+        workdir: str = "/work",
     ) -> None:
+        """`exec_user` ("0:0" for SWE containers, whose /testbed the image's root owns): commands
+        run as that user instead of the session's throwaway uid; `workdir`: where they start."""
         if warm is None:
             warm = _Warm.start(limits, network, image)
+        self.exec_user, self.workdir = exec_user, workdir
         # Adopt the prepared scratch, uid and container (HostSession.__init__ would make new ones).
         Session.__init__(self, limits, network)
         self.warm = warm
@@ -131,7 +137,10 @@ class DockerSession(HostSession):
         t0 = time.monotonic()
         try:
             exec_id = api.exec_create(
-                self.cid, argv, user=f"{self.uid or 65534}:{self.uid or 65534}", workdir="/work"
+                self.cid,
+                argv,
+                user=self.exec_user or f"{self.uid or 65534}:{self.uid or 65534}",
+                workdir=self.workdir,
             )["Id"]
             stream = api.exec_start(exec_id, stream=True, demux=True)
         except Exception as e:
@@ -157,7 +166,10 @@ class DockerSession(HostSession):
         finally:
             watchdog.cancel()
         if exceeded:  # the container shares the host kernel: its uid's processes are ours to kill
-            kill_uid(self.uid)
+            if self.exec_user is None:
+                kill_uid(self.uid)
+            else:  # container root without CAP_KILL: `kill -1` reaches its own processes only
+                self._kill_exec_user()
         wall = time.monotonic() - t0
         info = _exec_result(api, exec_id)
         exit_code = info.get("ExitCode")
@@ -183,6 +195,14 @@ class DockerSession(HostSession):
         return Result(
             status, exit_code, out.decode("utf-8", "replace"), stderr, wall, None, detail=detail
         )
+
+    def _kill_exec_user(self) -> None:
+        try:
+            api = client().api
+            exec_id = api.exec_create(self.cid, ["sh", "-c", "kill -9 -1"], user=self.exec_user)
+            api.exec_start(exec_id["Id"])
+        except Exception:
+            pass
 
     def _kill(self) -> None:
         try:
@@ -222,7 +242,19 @@ class _Warm:
         return None
 
     @staticmethod
-    def start(limits: Limits, network: bool, image: str) -> _Warm:
+    def start(
+        limits: Limits,
+        network: bool,
+        image: str,
+        *,
+        user: str | None = None,
+        read_only: bool = True,
+        working_dir: str = "/work",
+        environment: dict[str, str] | None = None,
+    ) -> _Warm:
+        """`user`: the container's main process (and default exec) user; `read_only=False` for
+        images whose files the commands edit in place (SWE's /testbed: the container's own
+        layer, thrown away with it); `environment`: overrides of ENV."""
         from docker.types import Ulimit
 
         uid = new_uid()
@@ -241,7 +273,7 @@ class _Warm:
                 memswap_limit=f"{limits.memory_mb}m",
                 nano_cpus=int(limits.cpus * 1e9),
                 pids_limit=limits.processes,
-                read_only=True,
+                read_only=read_only,
                 # One quota for all it may write: the scratch tmpfs's work/, tmp/ and shm/.
                 binds={
                     str(scratch.path): {"bind": "/work", "mode": "rw"},
@@ -258,8 +290,9 @@ class _Warm:
             cid = api.create_container(
                 image,
                 ["sleep", "infinity"],
-                working_dir="/work",
-                environment=ENV,
+                working_dir=working_dir,
+                user=user,
+                environment={**ENV, **(environment or {})},
                 host_config=host_config,
                 labels={
                     "rlclimb.sandbox": "1",
