@@ -86,6 +86,8 @@ class Environment(ABC):
 REGISTRY: dict[str, str] = {
     "math": "rlclimb.environments.math_env:MathEnvironment",
     "code": "rlclimb.environments.code_env:CodeEnvironment",
+    "swe": "rlclimb.environments.swe.env:SWEEnvironment",
+    "tool": "rlclimb.environments.tooluse.env:ToolUseEnvironment",
 }
 
 
@@ -97,9 +99,16 @@ def get_environment(kind: str, **options: Any) -> Environment:
 
 
 def kind_of(record: Any) -> str:
-    """Which environment a record belongs to: code problems to `code`, QA items to `math`."""
+    """Which environment a record belongs to: code problems to `code`, QA items to `math`,
+    SWE-bench instances to `swe`."""
     from rlclimb.schemas.records import CodeProblem, QAItem
 
+    if isinstance(record, dict) and "patch" in record and "base_commit" in record:
+        return "swe"  # a SWE-bench instance (swebench.jsonl line)
+    if type(record).__name__ == "ToolTask" or (
+        isinstance(record, dict) and "instruction" in record and "actions" in record
+    ):
+        return "tool"  # a tool-use task (tasks.jsonl line of a tool environment)
     if isinstance(record, CodeProblem) or (
         isinstance(record, dict) and "tests" in record and "statement" in record
     ):

@@ -3,10 +3,12 @@
     rlclimb env check --kind code --input examples/code_problems.jsonl --index 0
     rlclimb env check --kind math --input runs/qa/data --id qa-...
     rlclimb env run --kind code --input problems.jsonl --index 0 --response answer.md
+    rlclimb env check --kind swe --input runs/prs/swebench.jsonl [--id ID]
 
 `check` grades the task's own reference (each reference solution of a code problem, or a math
 item's answer as `\\boxed{answer}`): a task whose reference does not earn the task reward is
-broken. `run` grades a response you give. Inputs: JSONL (raw rows as the import stages accept
+broken (swe: the gold patch must resolve the instance and the empty patch must not, every
+instance unless --index/--id picks one). `run` grades a response you give (swe: a unified diff). Inputs: JSONL (raw rows as the import stages accept
 them, or records), Parquet files, or a run directory (its `data/`).
 """
 
@@ -24,7 +26,7 @@ from rich.table import Table
 env_app = typer.Typer(no_args_is_help=True, help="Run or verify one environment task.")
 console = Console()
 err_console = Console(stderr=True)
-KINDS = ("code", "math")
+KINDS = ("code", "math", "swe")
 
 
 def _fail(message: str) -> None:
@@ -57,6 +59,9 @@ def _as_task(kind: str, row: dict) -> Any:
 
     from rlclimb.schemas.records import CodeProblem, QAItem, Source
 
+    if kind == "swe":  # SWE-bench instances are plain dicts (swebench.jsonl lines)
+        return row
+
     model = CodeProblem if kind == "code" else QAItem
     try:
         return model.model_validate(row)
@@ -84,7 +89,7 @@ def _select(kind: str, path: Path, index: int | None, id_: str | None) -> Any:
         _fail(f"no readable rows in {path}")
     if id_ is not None:
         for row in rows:
-            if str(row.get("id")) == id_:
+            if str(row.get("id", row.get("instance_id"))) == id_:
                 return _as_task(kind, row)
         _fail(f"no task with id {id_!r} in {path} (ids are the rows' `id` fields)")
     i = index or 0
@@ -118,7 +123,7 @@ def _env(kind: str, backend: str | None):
     return get_environment(kind, backend=backend) if kind == "code" else get_environment(kind)
 
 
-KindOpt = Annotated[str, typer.Option("--kind", "-k", help="code | math")]
+KindOpt = Annotated[str, typer.Option("--kind", "-k", help="code | math | swe")]
 InputOpt = Annotated[Path, typer.Option("--input", "-i", help="JSONL, Parquet or run directory")]
 IndexOpt = Annotated[
     int | None, typer.Option("--index", "-n", help="row number (0-based; default 0)")
@@ -137,7 +142,11 @@ def check(
     id: IdOpt = None,
     backend: BackendOpt = None,
 ) -> None:
-    """Grade the task's reference answer / solutions; exit 1 if any misses the task reward."""
+    """Grade the task's reference answer / solutions; exit 1 if any misses the task reward.
+    swe: every instance (or --index/--id) with its gold patch (must resolve) and the empty
+    patch (must not)."""
+    if kind == "swe":
+        return _check_swe(input, index, id)
     env = _env(kind, backend)
     task = _select(kind, input, index, id)
     if kind == "code":
@@ -155,6 +164,51 @@ def check(
     console.print(_table(f"{kind} task {task.id}", results))
     env.close()
     if any(r.components["task"] < 1.0 for _, r in results):
+        raise typer.Exit(1)
+
+
+def _check_swe(path: Path, index: int | None, id_: str | None) -> None:
+    from rlclimb.environments.swe.env import grade_patch
+
+    rows = [r for r in _rows(path) if isinstance(r, dict)]
+    if id_ is not None:
+        rows = [r for r in rows if id_ in (r.get("instance_id"), r.get("id"))]
+        if not rows:
+            _fail(f"no instance with instance_id {id_!r} in {path}")
+    elif index is not None:
+        if not 0 <= index < len(rows):
+            _fail(f"--index {index} out of range: {path} has {len(rows)} rows")
+        rows = [rows[index]]
+    if not rows:
+        _fail(f"no readable rows in {path}")
+    table = Table(title=f"swe: gold and empty patches ({path})", title_justify="left")
+    for col in ("instance", "patch", "resolved", "expected", "tests passed", "s", "detail"):
+        table.add_column(col, justify="right" if col in ("tests passed", "s") else "left")
+    failed = 0
+    for row in rows:
+        name = str(row.get("instance_id") or row.get("id") or "?")
+        missing = [k for k in ("base_commit", "patch", "test_patch", "image") if not row.get(k)]
+        if missing:
+            table.add_row(escape(name), "-", "-", "-", "-", "-", f"missing {', '.join(missing)}")
+            failed += 1
+            continue
+        for label, patch, want in (("gold", row["patch"], True), ("empty", "", False)):
+            g = grade_patch(row, patch)
+            ok = g.resolved == want
+            failed += not ok
+            passed = sum(s == "passed" for s in g.statuses.values())
+            table.add_row(
+                escape(name),
+                label,
+                "yes" if g.resolved else "no",
+                "[green]ok[/green]" if ok else "[red]WRONG[/red]",
+                f"{passed}/{len(g.statuses)}",
+                f"{g.wall_s:.1f}",
+                escape(g.error[:120]),
+            )
+    console.print(table)
+    if failed:
+        err_console.print(f"{failed} check(s) failed", highlight=False)
         raise typer.Exit(1)
 
 

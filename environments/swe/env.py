@@ -1,0 +1,226 @@
+"""SWE environment: fix an issue in a repository inside a container, graded by its tests.
+
+An episode gets a container from the instance image (no network, limits; `/testbed` at the base
+commit), the tools `bash` and `str_replace_editor` bound to it, and the shared episode loop.
+Grading takes the agent's final diff (`git diff` of /testbed against the base commit, new files
+included), drops what it must not decide (every test file it touched and the test framework's
+hooks: conftest.py, sitecustomize/usercustomize, *.pth, pytest.ini are put back to base), and
+runs FAIL_TO_PASS and PASS_TO_PASS in a FRESH container with the test diff applied (the
+episode's container, where the agent could have changed anything, is not used for grading).
+Reward 1 iff every F2P and P2P test passes. A diff that also reaches into pytest's internals
+(`_pytest`, report hooks) is flagged in the detail.
+
+Single-turn use (the trainer's `grade(task, completion)`): the completion's unified diff (a
+```diff block or a bare `diff --git` text) is the patch.
+
+Options: `image` (overrides the record's), `budget` (episode.Budget), `limits` (episode
+container), `system` (prompt).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlclimb.environments.base import Environment, Grade
+from rlclimb.environments.episode import BashTool, Budget, Policy, Trajectory, run_episode
+
+from . import grading
+from .editor import StrReplaceEditor
+
+SYSTEM = (
+    "You are a software engineer working in a repository. Use the tools to explore the code, "
+    "reproduce the issue, and edit the source so that the issue is resolved. Do not change the "
+    "tests. When you are done, answer without a tool call."
+)
+EPISODE_LIMITS = grading.SWE_LIMITS.with_(wall_s=180.0, output_bytes=1 << 20)
+_FENCED_DIFF = re.compile(r"```(?:diff|patch)[^\n]*\n(.*?)```", re.S)
+# Code that reaches into the test framework's reporting to turn failures into passes.
+_TAMPER = re.compile(
+    r"^\+.*\b(_pytest|pytest_runtest_makereport|pytest_runtest_logreport|TestReport|"
+    r"junitxml|pytest_collection_modifyitems|sys\.modules\[['\"]pytest)",
+    re.M,
+)
+
+
+def as_instance(task: Any) -> dict:
+    if isinstance(task, dict):
+        inst = dict(task)
+    elif hasattr(task, "model_dump"):
+        inst = task.model_dump()
+    else:
+        raise TypeError(f"not a SWE instance: {type(task).__name__}")
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        inst[key] = grading._as_list(inst.get(key))
+    return inst
+
+
+def extract_diff(completion: str) -> str:
+    """The unified diff in a response: the last ```diff block, else from the first `diff --git`."""
+    blocks = _FENCED_DIFF.findall(completion)
+    if blocks:
+        return blocks[-1]
+    i = completion.find("diff --git ")
+    return completion[i:] if i >= 0 else ""
+
+
+def split_diff(diff: str) -> list[tuple[str, str]]:
+    """(path, section) per file of a git diff."""
+    parts = re.split(r"(?m)^(?=diff --git )", diff)
+    out = []
+    for part in parts:
+        if part.startswith("diff --git "):
+            files = grading.diff_files(part)
+            m = re.match(r"diff --git a/(\S+) b/(\S+)", part)
+            out.append((files[-1] if files else (m.group(2) if m else ""), part))
+    return out
+
+
+@dataclass
+class PatchGrade:
+    resolved: bool
+    statuses: dict[str, str]  # F2P + P2P node id -> status ("missing" when not reported)
+    reset: list[str] = field(default_factory=list)  # the agent's files put back to base
+    flags: list[str] = field(default_factory=list)
+    error: str = ""
+    wall_s: float = 0.0
+
+    def detail(self) -> str:
+        passed = sum(s == "passed" for s in self.statuses.values())
+        bits = [
+            f"{'resolved' if self.resolved else 'unresolved'}: {passed}/{len(self.statuses)} tests pass"
+        ]
+        if self.reset:
+            bits.append(f"reset {', '.join(self.reset[:5])}")
+        if self.flags:
+            bits.append("flagged: " + "; ".join(self.flags))
+        if self.error:
+            bits.append(self.error)
+        return "; ".join(bits)
+
+
+def grade_patch(instance: dict, patch: str, image: str | None = None) -> PatchGrade:
+    """Grade a candidate code patch: test files and framework hooks it touches go back to base,
+    the test diff is applied, F2P and P2P run in a fresh container."""
+    instance = as_instance(instance)
+    image = image or instance["image"]
+    lang = grading.language_of(instance)
+    touched = grading.diff_files(patch)
+    reset = [f for f in touched if lang.is_test_path(f) or grading.is_framework_file(f)]
+    flags = []
+    if reset:
+        flags.append(f"patch edits tests or test hooks ({len(reset)} files, put back to base)")
+    kept = "".join(sec for path, sec in split_diff(patch) if path not in reset)
+    if _TAMPER.search(kept):
+        flags.append("patch code mentions pytest internals")
+    wanted = instance["FAIL_TO_PASS"] + instance["PASS_TO_PASS"]
+    t0 = time.monotonic()
+    try:
+        run = grading.run_tests(image, instance, patch=kept, reset_files=reset)
+    except grading.GradingError as e:
+        return PatchGrade(False, {t: "missing" for t in wanted}, reset, flags, str(e))
+    statuses = {t: run.statuses.get(t, "missing") for t in wanted}
+    resolved = bool(wanted) and not run.error and all(s == "passed" for s in statuses.values())
+    return PatchGrade(
+        resolved, statuses, reset, flags, run.setup_error or run.error, time.monotonic() - t0
+    )
+
+
+def container_diff(session, base_commit: str) -> str:
+    """The agent's change in /testbed against the base commit (commits, staged, unstaged and new
+    files), without replace refs, external diff drivers or textconv filters the agent set up."""
+    script = (
+        "export GIT_NO_REPLACE_OBJECTS=1 GIT_CONFIG_NOSYSTEM=1 HOME=/root "
+        f"GIT_INDEX_FILE=/tmp/.rlclimb-index-{secrets.token_hex(6)}; "
+        f"cd /testbed && git read-tree {base_commit} && git add -A . >/dev/null 2>&1; "
+        "git diff --cached --no-ext-diff --no-textconv --no-color --binary "
+        f'--src-prefix=a/ --dst-prefix=b/ {base_commit}; rc=$?; rm -f "$GIT_INDEX_FILE"; exit $rc'
+    )
+    r = session.run(script, limits=grading.SETUP_LIMITS.with_(output_bytes=8 << 20))
+    if not r.ok:
+        raise grading.GradingError(
+            f"git diff in the episode container: {r.summary()} {r.stderr[-300:]}"
+        )
+    return r.stdout
+
+
+class SWEEnvironment(Environment):
+    kind = "swe"
+
+    def __init__(self, reward=None, **options: Any) -> None:
+        super().__init__(reward, **options)
+        self.session = None
+        self._instance: dict | None = None
+
+    def messages(self, task: Any) -> list[dict[str, str]]:
+        inst = as_instance(task)
+        user = (
+            f"<uploaded_files>\n/testbed\n</uploaded_files>\nThe repository {inst.get('repo', '')} is "
+            f"checked out in /testbed. Resolve this issue:\n\n<issue>\n{inst['problem_statement']}\n"
+            "</issue>\n\nMake the minimal changes to non-test files in /testbed so that the issue "
+            "is resolved. Tools: `bash` (runs in /testbed) and `str_replace_editor`."
+        )
+        return [
+            {"role": "system", "content": self.options.get("system", SYSTEM)},
+            {"role": "user", "content": user},
+        ]
+
+    # ---- episodes ----------------------------------------------------------------------------
+    def reset(self, task: Any) -> str:
+        """A fresh container for the task (closing any earlier one); the first user message."""
+        self.close()
+        self._instance = as_instance(task)
+        image = self.options.get("image") or self._instance["image"]
+        self.session = grading.open_container(image, self.options.get("limits") or EPISODE_LIMITS)
+        return self.messages(task)[-1]["content"]
+
+    @property
+    def tools(self) -> list:
+        if self.session is None:
+            raise RuntimeError("no episode container: call reset(task) first")
+        return [BashTool(self.session), StrReplaceEditor(self.session)]
+
+    def episode(
+        self, task: Any, policy: Policy, budget: Budget | None = None
+    ) -> tuple[Trajectory, Grade]:
+        """One whole episode: container, tool loop, final diff, grade; the container goes after."""
+        self.reset(task)
+        try:
+            traj = run_episode(
+                policy, self.messages(task), self.tools, budget or self.options.get("budget")
+            )
+            grade = self.grade(task, "")
+        finally:
+            self.close()
+        return traj, grade
+
+    def final_diff(self) -> str:
+        if self.session is None or self._instance is None:
+            return ""
+        return container_diff(self.session, self._instance["base_commit"])
+
+    def grade(self, task: Any, completion: str) -> Grade:
+        inst = as_instance(task)
+        live = (
+            self.session is not None
+            and self._instance is not None
+            and (self._instance.get("instance_id") == inst.get("instance_id"))
+        )
+        try:
+            patch = self.final_diff() if live else extract_diff(completion)
+        except grading.GradingError as e:
+            return Grade(0.0, True, f"no diff: {e}")
+        if not live and not patch.strip():
+            return Grade(0.0, False, "no unified diff in the response")
+        result = grade_patch(inst, patch, self.options.get("image"))
+        detail = result.detail() + " " + json.dumps(result.statuses, sort_keys=True)[:1500]
+        return Grade(1.0 if result.resolved else 0.0, True, detail)
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
