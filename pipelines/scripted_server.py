@@ -1,6 +1,7 @@
 """A real OpenAI-compatible HTTP server with scripted replies, for tests and benchmarks.
 
-It speaks enough of the API (`POST /v1/chat/completions`, `GET /v1/models`) for the real
+It speaks enough of the API (`POST /v1/chat/completions`, `POST /v1/completions`, `GET
+/v1/models`, extra POST routes via `route`; replies may carry log-probs) for the real
 `openai` client, so tests exercise the real HTTP path: retries, timeouts, parsing, keep-alive.
 Stdlib only, bound to 127.0.0.1 on an ephemeral port, one daemon thread per connection.
 
@@ -25,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_PATH = "/v1/chat/completions"
+COMPLETIONS_PATH = "/v1/completions"  # legacy completions: prompt as text or token ids
 
 
 _UNSET: Any = object()
@@ -47,6 +49,10 @@ class Reply:
     refusal: str | None = None
     message: Any = _UNSET
     drip_s: float = 0.0
+    # per-choice log-probs as the API returns them (chat: {"content": [...]}; completions:
+    # {"tokens", "token_logprobs", "top_logprobs"}); `choices` replaces the choice list (n > 1)
+    logprobs: Any = None
+    choices: list[dict[str, Any]] | None = None
 
 
 Handler = Callable[[dict[str, Any], int], "Reply | str"]
@@ -116,12 +122,17 @@ class ScriptedServer:
         self._n = 0
         self.errors: list[Exception] = []  # exceptions raised by the scripted handler
         self._stopping = threading.Event()
+        self._routes: dict[str, Callable[[dict[str, Any]], tuple[int, Any]]] = {}
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     # ---- scripting -------------------------------------------------------------------------
     def script(self, handler: Handler) -> None:
         self._handler = handler
+
+    def route(self, path: str, handler: Callable[[dict[str, Any]], tuple[int, Any]]) -> None:
+        """An extra POST route (e.g. a weight-reload endpoint): body -> (status, JSON value)."""
+        self._routes[path] = handler
 
     def queue(self, *replies: Reply | str) -> None:
         with self._lock:
@@ -177,7 +188,14 @@ class ScriptedServer:
         if method == "GET" and path == "/v1/models":
             body = {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
             return req.send_body(200, json.dumps(body).encode(), {})
-        if method != "POST" or path != CHAT_PATH:
+        if method == "POST" and path in self._routes:
+            try:
+                status, answer = self._routes[path](json.loads(raw_body or b"{}"))
+            except Exception as e:  # a broken route: answer 500, keep it for the test
+                self.errors.append(e)
+                status, answer = 500, {"error": {"message": repr(e)}}
+            return req.send_body(status, json.dumps(answer).encode(), {})
+        if method != "POST" or path not in (CHAT_PATH, COMPLETIONS_PATH):
             return req.send_body(404, _error_body(404, f"no route {method} {path}"), {})
         try:
             body = json.loads(raw_body or b"{}")
@@ -201,13 +219,15 @@ class ScriptedServer:
             delay = self.latency_s + reply.delay_s
             if delay > 0:
                 self._stopping.wait(delay)
-            status, payload = self._render(body, reply)
+            status, payload = self._render(body, reply, path)
         finally:
             with self._lock:
                 self.in_flight -= 1
         req.send_body(status, payload, reply.headers, reply.drip_s)
 
-    def _render(self, body: dict[str, Any], reply: Reply) -> tuple[int, bytes]:
+    def _render(
+        self, body: dict[str, Any], reply: Reply, path: str = CHAT_PATH
+    ) -> tuple[int, bytes]:
         if reply.raw is not None:
             return reply.status, reply.raw
         if reply.status >= 400:
@@ -230,12 +250,27 @@ class ScriptedServer:
             message["refusal"] = reply.refusal
         if reply.message is not _UNSET:
             message = reply.message
+        if path == COMPLETIONS_PATH:
+            choice = {"index": 0, "text": text, "logprobs": reply.logprobs,
+                      "finish_reason": reply.finish_reason}
+            completion = {
+                "id": f"cmpl-{uuid.uuid4().hex[:24]}",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": body.get("model", "scripted"),
+                "choices": reply.choices if reply.choices is not None else [choice],
+                "usage": usage,
+            }
+            return 200, json.dumps(completion).encode()
+        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+        if reply.logprobs is not None:
+            choice["logprobs"] = reply.logprobs
         completion = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+            "choices": reply.choices if reply.choices is not None else [choice],
             "usage": usage,
         }
         return 200, json.dumps(completion).encode()

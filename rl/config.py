@@ -61,6 +61,22 @@ class GRPOConfig(BaseModel):
     micro_batch_size: int = 8  # sequences per forward/backward (memory, not math)
     dtype: Literal["auto", "float32", "bfloat16"] = "auto"  # auto: bf16 autocast on a bf16 GPU
     device: str = "auto"
+    # -- rollout engine, async mode, multi-turn episodes (rl/engines, rl/async_rollout.py) -------
+    engine: Literal["local", "server", "vllm"] = "local"
+    engine_options: dict[str, Any] = Field(default_factory=dict)  # e.g. server: base_url,
+    # weights_dir, reload_endpoint, reload_timeout_s, timeout_s, concurrency
+    async_eta: int | None = None  # None: synchronous; eta >= 0: rollout workers run ahead of
+    # the learner by at most eta steps (AReaL admission; 0 reproduces synchronous training)
+    async_workers: int = 1  # rollout threads in async mode
+    proximal: bool = True  # decoupled objective: the ratio is clipped against a proximal policy
+    # (the learner's own log-probs before the update) and the behavior log-probs stored at
+    # sampling time only weight tokens (is_cap); False: pi_old = the behavior log-probs (plain PPO)
+    episode_concurrency: int = 4  # episodes (sandboxes) in flight at once, multi-turn kinds
+    # -- prompt sampling over the mix (rl/sampler.py) ---------------------------------------------
+    sampling: Literal["edge", "prioritized", "uniform"] = "edge"  # edge: 4p(1-p); prioritized:
+    # 1 - p (unsolved first); uniform: mix weights only (all times the mix weight, floor kept)
+    curriculum: list[dict[str, Any]] = Field(default_factory=list)  # stages, each
+    # {"until_step": N, "difficulty": [bins], "max_prior": x}: items drawn until step N (rl/sampler.py)
     # -- rewards, evaluation, bookkeeping ------------------------------------------------------
     reward: RewardConfig = Field(default_factory=RewardConfig)
     environments: dict[str, dict[str, Any]] = Field(default_factory=dict)  # kind -> options,
@@ -81,6 +97,8 @@ class GRPOConfig(BaseModel):
             raise ValueError("top_p must be in (0, 1]")
         if not 0 < self.eps < 1:
             raise ValueError("eps must be in (0, 1)")
+        if self.async_eta is not None and (self.async_eta < 0 or self.async_workers < 1):
+            raise ValueError("async_eta must be >= 0 and async_workers >= 1")
         return self
 
     @property

@@ -36,6 +36,8 @@ class Sample:
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     passed: bool = False
+    # multi-turn kinds (rl/episodes.py): final answer, steps, stop reason, tool calls
+    episode: dict[str, Any] | None = None
 
 
 def body(model):

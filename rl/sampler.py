@@ -9,12 +9,22 @@ kept or `sampling_rounds` run out.
 Curriculum: the last pass rate p of each prompt is kept; a prompt is drawn with weight
 (its mix weight) * max(4 p (1 - p), floor), unseen prompts with weight 1 * mix weight, so prompts
 near the model's edge come back and solved or hopeless ones rarely do. The length penalty's rho_q
-is not this stored rate but the current group's own (`score` sees the whole group)."""
+is not this stored rate but the current group's own (`score` sees the whole group).
+
+`sampling` picks the weight of a seen prompt: "edge" (above), "prioritized" (1 - p, floored:
+unsolved prompts first, as in prioritized replay by pass rate) or "uniform" (the mix weight
+alone). A `curriculum` is a list of stages, each {"until_step": N, plus a selection: "difficulty":
+[bins] (the records' difficulty field) and/or "max_prior": x (the records' offline pass rate,
+mean over tiers, at most x; items without one stay in)}: until step N only its items are drawn;
+after the last stage, all of them. Draws and records hold a lock (async rollout workers share
+the sampler)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -50,22 +60,60 @@ class Draw:
 
 
 class PromptSampler:
-    def __init__(self, items: list[Item], seed: int = 0, floor: float = 0.1):
+    def __init__(
+        self,
+        items: list[Item],
+        seed: int = 0,
+        floor: float = 0.1,
+        mode: str = "edge",
+        curriculum: list[dict[str, Any]] | None = None,
+    ):
         self.items = items
         self.floor = floor
+        self.mode = mode
+        self.curriculum = sorted(curriculum or [], key=lambda stage: stage["until_step"])
+        self.step = 0  # the learner step the next draw is for (curriculum stages)
         self.rng = np.random.default_rng(seed)
         self.pass_rates: dict[str, float] = {}
+        self.lock = threading.Lock()
 
     def weight(self, item: Item) -> float:
         p = self.pass_rates.get(item.id)
-        return item.weight * (1.0 if p is None else max(4 * p * (1 - p), self.floor))
+        if p is None or self.mode == "uniform":
+            return item.weight
+        if self.mode == "prioritized":
+            return item.weight * max(1 - p, self.floor)
+        return item.weight * max(4 * p * (1 - p), self.floor)
+
+    def stage(self) -> dict[str, Any] | None:
+        return next((s for s in self.curriculum if self.step < s["until_step"]), None)
+
+    def in_stage(self, item: Item, stage: dict[str, Any] | None) -> bool:
+        if stage is None:
+            return True
+        if "difficulty" in stage and getattr(item.record, "difficulty", None) not in stage["difficulty"]:
+            return False
+        if "max_prior" in stage:
+            rates = [r.rate for r in getattr(item.record, "pass_rates", None) or []]
+            if rates and sum(rates) / len(rates) > stage["max_prior"]:
+                return False
+        return True
 
     def draw(self, n: int, exclude: set[str] = frozenset()) -> list[Item]:
-        weights = np.array([0.0 if i.id in exclude else self.weight(i) for i in self.items])
-        n = min(n, int((weights > 0).sum()))
-        if n <= 0:
-            return []
-        picked = self.rng.choice(len(self.items), size=n, replace=False, p=weights / weights.sum())
+        with self.lock:
+            stage = self.stage()
+            weights = np.array(
+                [
+                    0.0 if i.id in exclude or not self.in_stage(i, stage) else self.weight(i)
+                    for i in self.items
+                ]
+            )
+            n = min(n, int((weights > 0).sum()))
+            if n <= 0:
+                return []
+            picked = self.rng.choice(
+                len(self.items), size=n, replace=False, p=weights / weights.sum()
+            )
         chosen, ids = [], set()
         for index in picked.tolist():  # the same record can be listed twice in a mix
             if self.items[index].id not in ids:
@@ -74,14 +122,20 @@ class PromptSampler:
         return chosen
 
     def record(self, item_id: str, pass_rate: float) -> None:
-        self.pass_rates[item_id] = pass_rate
+        with self.lock:
+            self.pass_rates[item_id] = pass_rate
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.bit_generator.state, "pass_rates": dict(self.pass_rates)}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "pass_rates": dict(self.pass_rates),
+            "step": self.step,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
         self.pass_rates = dict(state["pass_rates"])
+        self.step = state.get("step", 0)
 
 
 def in_range(rate: float, bounds: tuple[float, float]) -> bool:

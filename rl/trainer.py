@@ -1,8 +1,11 @@
 """The GRPO loop: sample groups (early exit) -> score with the environments -> learn.
 
-One `Trainer.step()` is synchronous: rollouts come from the current weights, then `minibatches`
-gradient steps are taken on them (the policy version recorded on each rollout says how stale it
-is when learned from). Everything a run needs to continue exactly is in its checkpoints: weights,
+One `Trainer.step()` takes one batch of groups and makes `minibatches` gradient steps on it.
+Synchronous (default): the batch is sampled from the current weights first. Async
+(`async_eta`): rollout workers sample batches ahead, at most eta steps stale
+(rl/async_rollout.py). Rollouts come from an engine (rl/engines: local transformers, an
+OpenAI-compatible server, vLLM), which gets the new weights after every step; multi-turn kinds
+run as episodes (rl/episodes.py). Everything a run needs to continue exactly is in its checkpoints: weights,
 optimizer, entropy controller k, length curriculum, sampler (RNG and pass rates) and all RNGs.
 
 Run directory:
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 import shutil
 import sys
 import time
@@ -36,7 +40,10 @@ from .config import GRPOConfig
 from .data import Item, split_eval
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
-from .rollout import Sample, body, generate
+from .async_rollout import AsyncRollouts
+from .engines import make_engine
+from .episodes import episode_tools, run_episodes
+from .rollout import Sample, body
 from .sampler import Group, PromptSampler, sample_groups
 
 
@@ -86,7 +93,9 @@ class Trainer:
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         )
         self.train_items, self.eval_items = split_eval(items, cfg.eval_items, cfg.seed)
-        self.sampler = PromptSampler(self.train_items, cfg.seed, cfg.curriculum_floor)
+        self.sampler = PromptSampler(
+            self.train_items, cfg.seed, cfg.curriculum_floor, cfg.sampling, cfg.curriculum
+        )
         self.envs: dict[str, Environment] = dict(environments or {})
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
@@ -95,7 +104,28 @@ class Trainer:
             eps=cfg.adam_eps,
             weight_decay=cfg.weight_decay,
         )
+        # sampling and minibatch order; async workers share it (torch's generators lock), so an
+        # async run with eta > 0 is not reproducible draw for draw (eta = 0 is)
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
+        self.engine = make_engine(
+            cfg,
+            self.model,
+            tokenizer,
+            eos_ids=self.eos_ids,
+            pad_id=self.pad_id,
+            autocast=self.autocast,
+            copy_model=cfg.async_eta is not None,  # async: the engine samples from its own copy
+        )
+        # top-p replay needs each token's nucleus, which only the local engine records
+        self.replay = cfg.top_p < 1 and self.engine.replays_nucleus
+        if cfg.top_p < 1 and not self.replay:
+            warnings.warn(
+                f"engine {cfg.engine} returns no top-p nucleus: the learner does not replay it "
+                "(log-probs over the whole tempered distribution; engine/replay 0 in metrics)",
+                stacklevel=2,
+            )
+        self.async_rollouts: AsyncRollouts | None = None
+        self._calls = 0  # rollout calls so far: seeds for per-episode generators and servers
         self.ref_model = None
         if cfg.kl_coef:
             import copy
@@ -153,22 +183,50 @@ class Trainer:
     def rollout(
         self, items: list[Item], n: int, *, greedy: bool = False, max_new_tokens: int | None = None
     ) -> list[list[Sample]]:
+        """n samples per item from the engine: single-turn kinds in one batched call, multi-turn
+        kinds (an environment with tools, rl/episodes.py) as episodes."""
+        max_new = max_new_tokens or self.max_new_tokens
+        self._calls += 1
+        seed = self.cfg.seed * 1_000_003 + self._calls * 10_007
+        multi = [i for i, item in enumerate(items) if self._multi_turn(item)]
+        single = [i for i in range(len(items)) if i not in set(multi)]
+        out: list[list[Sample]] = [[] for _ in items]
         with self._timed("generate"):
-            groups = generate(
-                self.model,
-                [self.prompt_ids(i) for i in items],
-                n=n,
-                max_new_tokens=max_new_tokens or self.max_new_tokens,
-                eos_ids=self.eos_ids,
-                pad_id=self.pad_id,
-                temperature=self.cfg.temperature,
-                top_p=self.cfg.top_p,
-                greedy=greedy,
-                generator=self.generator,
-                policy_version=self.policy_version,
-                autocast_dtype=self.autocast,
-            )
-        return groups
+            if single:
+                groups = self.engine.generate(
+                    [self.prompt_ids(items[i]) for i in single],
+                    n=n,
+                    max_new_tokens=max_new,
+                    greedy=greedy,
+                    generator=self.generator,
+                    seed=seed,
+                )
+                for i, group in zip(single, groups, strict=True):
+                    out[i] = group
+            if multi:
+                jobs = [
+                    (self.env(items[i].kind), items[i].record, self.env(items[i].kind).messages(items[i].record))
+                    for i in multi
+                ]
+                groups = run_episodes(
+                    jobs,
+                    n,
+                    self.tokenizer,
+                    self.engine,
+                    eos_ids=self.eos_ids,
+                    max_new_tokens=max_new,
+                    concurrency=self.cfg.episode_concurrency,
+                    seed=seed,
+                    device=self.device,
+                    greedy=greedy,
+                )
+                for i, group in zip(multi, groups, strict=True):
+                    out[i] = group
+        return out
+
+    def _multi_turn(self, item: Item) -> bool:
+        env = self.env(item.kind)
+        return hasattr(env, "episode") or bool(env.options.get("tools"))
 
     def score(self, item: Item, samples: list[Sample]) -> None:
         """Grade each sample (once), then compose the rewards of all of `samples`, the prompt's
@@ -178,7 +236,10 @@ class Trainer:
             for s in samples:
                 if s.grade is None:
                     s.text = self.tokenizer.decode(s.completion_ids, skip_special_tokens=True)
-                    s.grade = env.grade(item.record, s.text)
+                    # an episode is graded on its final answer (the environment's state for
+                    # kinds that grade the sandbox)
+                    answer = s.episode["final"] if s.episode else s.text
+                    s.grade = env.grade(item.record, answer)
                     s.passed = s.grade.task >= self.cfg.pass_threshold
             rho = sum(s.passed for s in samples) / len(samples)
             for s in samples:
@@ -186,7 +247,7 @@ class Trainer:
                     s.grade.task,
                     s.text,
                     formatted=s.grade.formatted,
-                    num_tokens=len(s.completion_ids),
+                    num_tokens=sum(s.loss_mask),  # the policy's tokens, not tool output
                     max_tokens=self.max_new_tokens,
                     pass_rate=rho,
                     config=env.reward_config,
@@ -228,7 +289,7 @@ class Trainer:
             )
         old: dict[tuple[int, int], torch.Tensor] = {}
         with torch.no_grad():
-            for m, micro in enumerate(plan[1:], 1):
+            for m, micro in enumerate(plan[1:] if cfg.proximal else [], 1):
                 for j, (part, _) in enumerate(micro):
                     old[m, j] = self.logprobs(self.batch([samples[i] for i in part]))
         stats, total_loss, norms = LossStats(), 0.0, []
@@ -238,9 +299,9 @@ class Trainer:
             for j, (part, weights) in enumerate(micro):
                 batch = self.batch([samples[i] for i in part])
                 logp = self.logprobs(batch)
-                loss, part_stats = self.loss(
-                    batch, logp, old.get((m, j), logp.detach()), weights, advantages[part]
-                )
+                # proximal (default): pi_old is the learner's own; else the behavior log-probs
+                prox = old.get((m, j), logp.detach()) if cfg.proximal else batch["behavior"]
+                loss, part_stats = self.loss(batch, logp, prox, weights, advantages[part])
                 loss.backward()
                 step_stats.add(part_stats)
                 total_loss += float(loss.detach())
@@ -312,7 +373,7 @@ class Trainer:
             ).last_hidden_state
         # the hidden state before each completion token predicts it
         hidden = hidden[:, batch["width_p"] - 1 : -1]
-        replay = self.cfg.top_p < 1
+        replay = self.replay
         return completion_logprobs(
             hidden,
             model.get_output_embeddings(),
@@ -381,7 +442,21 @@ class Trainer:
         start = time.perf_counter()
         max_new = self.max_new_tokens
         k_used = self.k
-        draw = sample_groups(self.sampler, cfg, self.rollout, self.score)
+        if self.async_rollouts is not None:  # the oldest buffered batch (rl/async_rollout.py)
+            draw, flow = self.async_rollouts.next_draw()
+        else:
+            self.sampler.step = self.step_no  # curriculum stage of this step
+            draw = sample_groups(self.sampler, cfg, self.rollout, self.score)
+            flow = {
+                "async/admitted": self.step_no + 1,
+                "async/dropped": 0,
+                "async/dropped_samples": 0,
+                "async/buffered": 0,
+                "staleness/hist": {"0": trained} if (trained := sum(len(g.samples) for g in draw.groups)) else {},
+                "staleness/max": 0,
+            }
+            # the learner waits for the whole generation in synchronous training
+            flow["time/idle"] = time.perf_counter() - start
         t = time.perf_counter()
         learned = self.learn(draw.groups)
         self._times["learn"] = time.perf_counter() - t
@@ -390,6 +465,7 @@ class Trainer:
         every = draw.samples
         lengths = [len(s.completion_ids) for s in every]
         generated = sum(lengths)
+        episodes = [s.episode for s in every if s.episode]
         elapsed = time.perf_counter() - start
         row: dict[str, Any] = {
             "step": self.step_no,
@@ -421,7 +497,15 @@ class Trainer:
             "time/score": self._times.get("score", 0.0),
             "time/learn": self._times["learn"],
             "time/step": elapsed,
+            "engine/replay": int(self.replay),
+            **flow,
+            "time/idle_fraction": flow["time/idle"] / elapsed if elapsed else 0.0,
         }
+        if episodes:  # multi-turn kinds
+            row["episode/steps"] = _mean([e["steps"] for e in episodes])
+            row["episode/tool_calls"] = _mean([len(e["tool_calls"]) for e in episodes])
+            row["episode/policy_tokens"] = _mean([e["policy_tokens"] for e in episodes])
+            row["episode/stop"] = dict(sorted(Counter(e["stop_reason"] for e in episodes).items()))
         if self.cfg.log_rollouts:
             self._log_rollouts(draw)
         # length curriculum: double on a schedule or when many responses hit the limit
@@ -430,7 +514,17 @@ class Trainer:
             due or row["truncation"] > cfg.double_above_truncation
         ):
             self.max_new_tokens = min(2 * self.max_new_tokens, cfg.max_new_tokens_cap)
+        self.push_weights()  # last: the next batch sees this step's length limit too
+        row["time/push"] = self._times["push"]
         return row
+
+    def push_weights(self) -> None:
+        """The engine samples with the new weights from here on (local copy, server reload)."""
+        t = time.perf_counter()
+        self.engine.update_weights(self.model, self.policy_version)
+        if self.async_rollouts is not None:
+            self.async_rollouts.pushed(self.step_no, self.policy_version)
+        self._times["push"] = time.perf_counter() - t
 
     def _log_rollouts(self, draw) -> None:
         """Every scored response (kept or dropped) as a Rollout record, for self-distillation."""
@@ -465,6 +559,9 @@ class Trainer:
         try:
             if self.step_no == 0 and cfg.eval_every and self.eval_items:
                 self._append({"step": 0, **self.evaluate()})
+            if cfg.async_eta is not None and self.step_no < total:
+                self.async_rollouts = AsyncRollouts(self, cfg.async_eta, cfg.async_workers)
+                self.async_rollouts.start()
             while self.step_no < total:
                 row = self.step()
                 last = self.step_no == total
@@ -481,6 +578,9 @@ class Trainer:
                 if bar:
                     bar.update(row)
         finally:
+            if self.async_rollouts is not None:
+                self.async_rollouts.stop()  # workers finish their batch; the buffer is let go
+                self.async_rollouts = None
             if bar:
                 bar.close()
             for env in self.envs.values():
@@ -555,6 +655,7 @@ class Trainer:
         self.k, self.max_new_tokens = state["k"], state["max_new_tokens"]
         for name in ("metrics.jsonl", "rollouts.jsonl"):
             _truncate_after(self.out / name, self.step_no)
+        self.engine.update_weights(self.model, self.policy_version)  # a copy or a server
         return self.step_no
 
 
