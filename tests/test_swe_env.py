@@ -201,6 +201,25 @@ def test_conftest_that_forces_passes_is_reset(fx):
     assert grade_patch(fx.instance, both).resolved
 
 
+def test_plugin_loaded_from_pytest_config_is_reset_and_flagged(fx):
+    """No fix, a plugin module that forces passes, and pyproject.toml's addopts loading it."""
+    plugin = {
+        "calc/_plugin.py": CONFTEST,
+        "pyproject.toml": (fx.repo / "pyproject.toml").read_text()
+        + '\n[tool.pytest.ini_options]\naddopts = "-p calc._plugin"\n',
+    }
+    patch = fx.patch(plugin)
+    raw = grading.run_tests(fx.image, fx.instance, patch=patch)
+    assert all(raw.statuses[t] == "passed" for t in F2P)  # the attack works as is
+    g = grade_patch(fx.instance, patch)
+    assert not g.resolved and g.reset == ["pyproject.toml"]
+    assert any("pytest internals" in f for f in g.flags)
+    # The gold fix carrying the (now unloaded) plugin module: tests pass, the code is flagged.
+    both = fx.patch({**GOLD, "calc/_plugin.py": CONFTEST})
+    assert not grade_patch(fx.instance, both).resolved
+    assert grade_patch(fx.instance, both, reject_flagged=False).resolved
+
+
 def test_episode_tampering_outside_testbed_does_not_carry(fx):
     """Patching pytest itself and dropping a sitecustomize into the episode container: grading
     runs in a fresh container, where only the /testbed diff arrives (and none is made)."""

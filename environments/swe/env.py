@@ -4,17 +4,22 @@ An episode gets a container from the instance image (no network, limits; `/testb
 commit), the tools `bash` and `str_replace_editor` bound to it, and the shared episode loop.
 Grading takes the agent's final diff (`git diff` of /testbed against the base commit, new files
 included), drops what it must not decide (every test file it touched and the test framework's
-hooks: conftest.py, sitecustomize/usercustomize, *.pth, pytest.ini are put back to base), and
+hooks: conftest.py, sitecustomize/usercustomize, *.pth, pytest.ini, and pyproject.toml /
+setup.cfg / tox.ini when the change is to pytest's configuration, are put back to base), and
 runs FAIL_TO_PASS and PASS_TO_PASS in a FRESH container with the test diff applied (the
 episode's container, where the agent could have changed anything, is not used for grading).
-Reward 1 iff every F2P and P2P test passes. A diff that also reaches into pytest's internals
-(`_pytest`, report hooks) is flagged in the detail.
+Reward 1 iff every F2P and P2P test passes and the remaining code does not reach into pytest's
+reporting (`_pytest`, report hooks, `pytest_plugins`: flagged, and unresolved unless
+`reject_flagged=False`). Code under test runs inside the pytest process, so an obfuscated
+monkey-patch can still evade the pattern: this is a cheap check, not a proof.
 
 Single-turn use (the trainer's `grade(task, completion)`): the completion's unified diff (a
 ```diff block or a bare `diff --git` text) is the patch.
 
 Options: `image` (overrides the record's), `budget` (episode.Budget), `limits` (episode
-container), `system` (prompt).
+container), `system` (prompt), `reject_flagged` (default True: a patch whose code reaches into
+pytest's reporting earns 0 even when the tests pass; False for repositories that are pytest
+plugins).
 """
 
 from __future__ import annotations
@@ -40,10 +45,15 @@ SYSTEM = (
 EPISODE_LIMITS = grading.SWE_LIMITS.with_(wall_s=180.0, output_bytes=1 << 20)
 _FENCED_DIFF = re.compile(r"```(?:diff|patch)[^\n]*\n(.*?)```", re.S)
 # Code that reaches into the test framework's reporting to turn failures into passes.
-_TAMPER = re.compile(
-    r"^\+.*\b(_pytest|pytest_runtest_makereport|pytest_runtest_logreport|TestReport|"
-    r"junitxml|pytest_collection_modifyitems|sys\.modules\[['\"]pytest)",
+_PYTEST_CODE = re.compile(
+    r"^\+.*(\b_pytest\b|pytest_runtest_makereport|pytest_runtest_logreport|TestReport|"
+    r"junitxml|pytest_collection_modifyitems|pytest_plugins|sys\.modules\[['\"]_?pytest)",
     re.M,
+)
+# pytest configuration a patch could use to load a plugin of its own (`addopts = -p mod`).
+CONFIG_FILES = ("pyproject.toml", "setup.cfg", "tox.ini")
+_PYTEST_CONFIG = re.compile(
+    r"^[+-].*(\[tool[.:]pytest|\[pytest\]|addopts|pytest_plugins|\s-p\s)", re.M
 )
 
 
@@ -103,20 +113,34 @@ class PatchGrade:
         return "; ".join(bits)
 
 
-def grade_patch(instance: dict, patch: str, image: str | None = None) -> PatchGrade:
-    """Grade a candidate code patch: test files and framework hooks it touches go back to base,
-    the test diff is applied, F2P and P2P run in a fresh container."""
+def grade_patch(
+    instance: dict, patch: str, image: str | None = None, *, reject_flagged: bool = True
+) -> PatchGrade:
+    """Grade a candidate code patch: test files, test framework hooks and pytest configuration
+    it touches go back to base, the test diff is applied, F2P and P2P run in a fresh container.
+    `reject_flagged`: a patch whose remaining code reaches into pytest's reporting does not
+    resolve (set False for repositories that are pytest plugins themselves)."""
     instance = as_instance(instance)
     image = image or instance["image"]
     lang = grading.language_of(instance)
-    touched = grading.diff_files(patch)
-    reset = [f for f in touched if lang.is_test_path(f) or grading.is_framework_file(f)]
+    sections = split_diff(patch)
+    reset = [
+        f for f in grading.diff_files(patch) if lang.is_test_path(f) or grading.is_framework_file(f)
+    ]
+    reset += [
+        path
+        for path, sec in sections
+        if path.rsplit("/", 1)[-1] in CONFIG_FILES
+        and _PYTEST_CONFIG.search(sec)
+        and path not in reset
+    ]
     flags = []
     if reset:
         flags.append(f"patch edits tests or test hooks ({len(reset)} files, put back to base)")
-    kept = "".join(sec for path, sec in split_diff(patch) if path not in reset)
-    if _TAMPER.search(kept):
-        flags.append("patch code mentions pytest internals")
+    kept = "".join(sec for path, sec in sections if path not in reset)
+    reaches = bool(_PYTEST_CODE.search(kept))
+    if reaches:
+        flags.append("patch code reaches into pytest internals")
     wanted = instance["FAIL_TO_PASS"] + instance["PASS_TO_PASS"]
     t0 = time.monotonic()
     try:
@@ -125,6 +149,8 @@ def grade_patch(instance: dict, patch: str, image: str | None = None) -> PatchGr
         return PatchGrade(False, {t: "missing" for t in wanted}, reset, flags, str(e))
     statuses = {t: run.statuses.get(t, "missing") for t in wanted}
     resolved = bool(wanted) and not run.error and all(s == "passed" for s in statuses.values())
+    if resolved and reject_flagged and reaches:
+        resolved = False
     return PatchGrade(
         resolved, statuses, reset, flags, run.setup_error or run.error, time.monotonic() - t0
     )
@@ -216,7 +242,12 @@ class SWEEnvironment(Environment):
             return Grade(0.0, True, f"no diff: {e}")
         if not live and not patch.strip():
             return Grade(0.0, False, "no unified diff in the response")
-        result = grade_patch(inst, patch, self.options.get("image"))
+        result = grade_patch(
+            inst,
+            patch,
+            self.options.get("image"),
+            reject_flagged=bool(self.options.get("reject_flagged", True)),
+        )
         detail = result.detail() + " " + json.dumps(result.statuses, sort_keys=True)[:1500]
         return Grade(1.0 if result.resolved else 0.0, True, detail)
 
