@@ -37,7 +37,7 @@ class GRPOConfig(BaseModel):
     double_above_truncation: float = 0.3  # ... or when a step's truncation rate exceeds this
     # -- loss ------------------------------------------------------------------------------------
     aggregation: Aggregation = "token-mean"  # full scale: token-level, normalized over the batch
-    # (true-sample-mean differs from sample-mean only with packed sequences, not built yet)
+    # (true-sample-mean differs from sample-mean only with packing: sample-mean averages per packed row)
     eps: float = 0.6  # clip range [1 - eps, (1 - eps)^-1 + k]
     k_init: float = 0.0
     k_max: float = 2.5
@@ -49,6 +49,14 @@ class GRPOConfig(BaseModel):
     is_cap: float = 2.0  # truncated importance weight min(pi_old / pi_sampler, is_cap) per token
     # (corrects sampler/learner numerics, e.g. bf16 kernels; 0 turns it off)
     logit_chunk_tokens: int = 8192  # learner logits computed this many tokens at a time
+    # -- scale (rl/packing.py, rl/lora.py, rl/distributed.py, rl/writers.py) -------------------
+    packing: bool = False  # learner rows hold several samples back to back, no padding
+    pack_tokens: int = 4096  # tokens per packed row (one row = one micro-batch)
+    lora_rank: int = 0  # > 0: train LoRA adapters on all linear layers (MLP included), base frozen
+    lora_alpha: float = 32.0
+    lora_lr_multiplier: float = 10.0  # adapters learn at lr * this (LoRA wants ~10x full-FT LR)
+    save_optimizer: bool = True  # False: checkpoints without Adam state (cannot resume exactly)
+    log_to: list[Literal["tensorboard", "wandb"]] = Field(default_factory=list)  # beside metrics.jsonl
     # -- optimizer (full scale: AdamW 0.95/0.95, eps 1e-15, no weight decay, constant LR 1e-6) -------
     # 1e-6 moves a 135M model too little in the few dozen steps a CPU run affords; 1e-5 shows a
     # trend in ~30 steps without collapsing it. Use `GRPOConfig.spec()` for GPU runs.

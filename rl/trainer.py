@@ -40,6 +40,7 @@ from .config import GRPOConfig
 from .data import Item, split_eval
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
+from .packing import packed_batch, packed_logprobs, packed_plan
 from .async_rollout import AsyncRollouts
 from .engines import make_engine
 from .episodes import episode_tools, run_episodes
@@ -79,7 +80,7 @@ class Trainer:
         self.out = Path(out)
         self.device = pick_device(cfg.device)
         self.autocast = pick_autocast(cfg.dtype, self.device)
-        if cfg.aggregation == "true-sample-mean":
+        if cfg.aggregation == "true-sample-mean" and not cfg.packing:
             warnings.warn(
                 "aggregation true-sample-mean: the trainer does not pack sequences, so every row "
                 "is one sample and this is exactly sample-mean",
@@ -275,6 +276,9 @@ class Trainer:
         plan = []  # per minibatch: its micro-batches as (sample indices, per-token weights)
         for chunk in np.array_split(np.array(order), max(1, min(cfg.minibatches, len(samples)))):
             chunk = chunk.tolist()
+            if cfg.packing:  # [scale] micro-batches are packed rows (rl/packing.py)
+                plan.append(packed_plan(cfg.aggregation, samples, chunk, cfg.pack_tokens))
+                continue
             masks = [torch.tensor(samples[i].loss_mask, dtype=torch.float32) for i in chunk]
             rows = torch.cat([torch.full((len(m),), j) for j, m in enumerate(masks)])
             # normalized over the whole minibatch (one gradient step), not per micro-batch
@@ -322,6 +326,8 @@ class Trainer:
     def batch(self, samples: list[Sample]) -> dict[str, Any]:
         """Model inputs and per-token tensors for some samples: prompts left-padded, completions
         right-padded. Padded positions replay a nucleus of one (their target; weight 0)."""
+        if self.cfg.packing:  # [scale] one packed row, no padding (rl/packing.py)
+            return packed_batch(samples, self.pad_id, self.device)
         width_p = max(len(s.prompt_ids) for s in samples)
         width_c = max(len(s.completion_ids) for s in samples)
         shape = (len(samples), width_p + width_c)
@@ -362,6 +368,16 @@ class Trainer:
         """The learner's log-prob of each completion token (temperature, replayed nucleus), with
         the body under autocast and the head and softmax in fp32, a chunk of positions at a time."""
         model = model or self.model
+        if batch.get("packed"):  # [scale] rl/packing.py
+            return packed_logprobs(
+                model,
+                body(model),
+                batch,
+                temperature=self.cfg.temperature,
+                replay=self.replay,
+                autocast=self.autocast,
+                chunk_tokens=self.cfg.logit_chunk_tokens,
+            )
         autocast = torch.autocast(
             self.device.type, dtype=self.autocast, enabled=bool(self.autocast)
         )

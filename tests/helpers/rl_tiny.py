@@ -1,0 +1,80 @@
+"""A tiny random-init Llama over the packaged SmolLM2 tokenizer, a reachable reward and a small
+GRPO config: shared by the trainer-at-scale tests (packing, LoRA, FSDP, distill, writers), and
+importable by the FSDP test's spawned worker processes."""
+
+from __future__ import annotations
+
+from rlclimb.environments.base import Environment, Grade
+from rlclimb.rl.config import GRPOConfig
+from rlclimb.rl.data import Item
+from rlclimb.schemas.records import QAItem
+
+
+def tokenizer_or_skip():
+    import pytest
+    from transformers import AutoTokenizer
+
+    from rlclimb.rl.models import ModelNotFound, model_dir
+
+    try:
+        folder = model_dir("smollm2")
+    except ModelNotFound as e:
+        pytest.skip(str(e))
+    return load_tokenizer(folder)
+
+
+def load_tokenizer(folder):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.padding_side = "left"
+    return tok
+
+
+class CapitalEnv(Environment):
+    """Task reward 1 when the response starts with a capital letter (reachable by chance)."""
+
+    kind = "math"
+
+    def messages(self, task):
+        return [{"role": "user", "content": task.question}]
+
+    def grade(self, task, completion):
+        first = completion.strip()[:1]
+        return Grade(task=1.0 if first.isascii() and first.isupper() else 0.0, formatted=True)
+
+
+def items(n=12):
+    return [Item(QAItem(question=f"Say one word. ({i})", answer="x"), "math") for i in range(n)]
+
+
+def config(**overrides) -> GRPOConfig:
+    values = dict(
+        steps=4,
+        prompts_per_step=2,
+        group_size=4,
+        early_group_size=0,
+        pass_range=(0.0, 1.0),
+        max_new_tokens=3,
+        max_new_tokens_cap=3,
+        lr=1e-1,
+        eval_items=0,
+        checkpoint_every=0,
+        reward={"w_lang": 0.0, "w_len": 0.0},
+        log_rollouts=False,
+    )
+    return GRPOConfig(**{**values, **overrides})
+
+
+def make(tokenizer, out, seed=0, model=None, **overrides):
+    from rlclimb.rl.models import tiny_causal_lm
+    from rlclimb.rl.trainer import Trainer
+
+    return Trainer(
+        config(**overrides),
+        model if model is not None else tiny_causal_lm(tokenizer, seed=seed),
+        tokenizer,
+        items(),
+        out,
+        environments={"math": CapitalEnv()},
+    )
