@@ -41,6 +41,7 @@ from .data import Item, split_eval
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
 from .packing import packed_batch, packed_logprobs, packed_plan
+from .writers import Writers
 from .async_rollout import AsyncRollouts
 from .engines import make_engine
 from .episodes import episode_tools, run_episodes
@@ -570,6 +571,11 @@ class Trainer:
         (self.out / "config.json").write_text(
             json.dumps({"grpo": cfg.model_dump(), **self.meta}, indent=1)
         )
+        # [scale] TensorBoard / W&B offline beside metrics.jsonl (rl/writers.py)
+        self.writers = None
+        if cfg.log_to:
+            config = cfg.model_dump(mode="json")
+            self.writers = Writers(self.out, cfg.log_to, config=config, resume_step=self.step_no)
         rows = []
         bar = _Bar(total, self.step_no) if self.progress else None
         try:
@@ -599,6 +605,8 @@ class Trainer:
                 self.async_rollouts = None
             if bar:
                 bar.close()
+            if self.writers is not None:  # [scale]
+                self.writers.close()
             for env in self.envs.values():
                 env.close()
         return rows
@@ -606,6 +614,8 @@ class Trainer:
     def _append(self, row: dict[str, Any]) -> None:
         with open(self.out / "metrics.jsonl", "a") as f:
             f.write(json.dumps(row) + "\n")
+        if getattr(self, "writers", None) is not None:  # [scale] rl/writers.py
+            self.writers.log(row)
 
     # ---- checkpoints ------------------------------------------------------------------------------
     def save(self) -> Path:

@@ -60,7 +60,10 @@ def test_packed_logprobs_equal_padded(tokenizer, tmp_path):
         a = padded.logprobs(padded.batch(samples))
         batch = packed.batch(samples)
         b = packed.logprobs(batch)
-    assert batch["ids"].shape == (1, sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples))
+    assert batch["ids"].shape == (
+        1,
+        sum(len(s.prompt_ids) + len(s.completion_ids) for s in samples),
+    )
     valid = batch["valid"]
     assert torch.allclose(a[valid], b[valid], atol=1e-5)
     assert (b[~valid] == 0).all()

@@ -12,7 +12,6 @@ from rlclimb.schemas.records import QAItem
 
 def tokenizer_or_skip():
     import pytest
-    from transformers import AutoTokenizer
 
     from rlclimb.rl.models import ModelNotFound, model_dir
 
