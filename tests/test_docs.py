@@ -72,6 +72,7 @@ def test_readme_cli_reference_names_every_command_and_option():
 EXAMPLE_CONFIGS = {  # examples/<config>: the pipeline it is for
     "qa_jsonl.yaml": "qa-jsonl", "stem_curate.yaml": "stem-curate", "textbook_pdf.yaml": "textbook-pdf",
     "qa_markdown.yaml": "qa-markdown", "code_problems.yaml": "code-problems", "stem_score.yaml": "stem-score",
+    "tool_envs.yaml": "tool-envs",
 }
 
 
@@ -92,6 +93,7 @@ def test_every_example_config_is_valid_for_its_pipeline(tmp_path):
     md = tmp_path / "notes.md"
     md.write_text("# Exercises\n\n1. What is 2 + 2?\n")
     inputs = {"textbook-pdf": make_text_pdf(tmp_path / "b.pdf", [["1. What is 2 + 2?"]]), "qa-markdown": md}
+    inputs["tool-envs"] = ROOT / "examples" / "tool_env_services.yaml"
     for name, pipeline in EXAMPLE_CONFIGS.items():
         cfg = load_config(ROOT / "examples" / name, [])
         built = PIPELINES[pipeline]([str(inputs.get(pipeline, jsonl))], cfg.get("stages") or {}, int(cfg.get("shard_size", 100)))

@@ -146,7 +146,8 @@ class BootstrapEnv(Stage):
         bundle["tools"] = _tool_table(working, bundle["tools"])
         bundle["observed"] = smoke.outputs
         report["tools"] = len(working)
-        return {**record, "env": dumps(bundle), "bootstrap": json.dumps(report, ensure_ascii=False)}
+        bundle["synthesis"] = report  # goes into env.yaml (source.synthesis): how the tools came to be
+        return {**record, "env": dumps(bundle)}
 
 
 def _data(impl: Implementation) -> str:

@@ -38,7 +38,7 @@ def spec_of(bundle: dict[str, Any], tasks: list[ToolTask] | None = None) -> Tool
         description=bundle["description"],
         policy=bundle.get("policy", ""),
         personas=persona_entries(bundle.get("personas") or []),
-        source={"format": "rlclimb-synth", "tools": bundle["tools"]},
+        source={"format": "rlclimb-synth", "tools": bundle["tools"], "synthesis": bundle.get("synthesis", {})},
         tasks=list(tasks or []),
     )
 

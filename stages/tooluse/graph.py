@@ -93,13 +93,17 @@ class ToolGraph:
         names = sorted(self.nodes)
         if not names:
             return []
+        # Entry points (tools no other tool feeds: they take what the user says, e.g. an email)
+        # start chains twice as often: that is where real requests begin.
+        fed = {b for a in self.edges for b in self.edges[a]}
+        weights = [1 if n in fed else 2 for n in names]
         chains: list[list[str]] = []
         seen: set[tuple[str, ...]] = set()
         attempts = 0
         while len(chains) < n and attempts < 50 * n:
             attempts += 1
             want_write = rng.random() < write_share
-            chain = [rng.choice(names)]
+            chain = rng.choices(names, weights)
             target = rng.randint(1, max_len)
             while len(chain) < target:
                 nxt = sorted({s for c in chain for s in self.successors(c)} - set(chain))

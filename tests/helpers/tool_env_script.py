@@ -6,7 +6,7 @@ that does not exist) and a stock bug, a critique that finds the stock bug, a rev
 once the smoke test reports the broken tool, tasks written for whichever tool chain the prompt
 names, and no-tool requests. Planted faults, so the real parsing, execution and repair code runs:
 - the design for a description mentioning "parking garage" is prose, twice (llm_invalid_output);
-- a chain made of cancel_order alone gets prose, twice (llm_invalid_output at verify);
+- a chain made of list_bikes alone gets prose, twice (llm_invalid_output at verify);
 - a chain starting with get_bike uses the id "B-1", which does not exist (gold_failed);
 - cancel_order with no order placed before it cancels o2, already cancelled (noop_write);
 - cancel_order -> place_order is written as place_order -> cancel_order: that chain's gold
@@ -266,7 +266,7 @@ class ToolEnvScript:
             return Reply(code_reply(source(stock_fixed=True, get_order_fixed=True), with_data=False))
         if first.startswith("Write a task for an assistant"):
             chain = chain_of(first)
-            if chain == ["cancel_order"]:
+            if chain == ["list_bikes"]:
                 return Reply(PROSE)
             return Reply(json.dumps(task_for(chain)))
         if first.startswith("Write a request to the assistant"):
