@@ -64,9 +64,10 @@ class AsyncRollouts:
                     return
                 index = self.live()
                 self.admitted += 1
-                trainer.sampler.step = index  # the step this batch is for (curriculum)
+                # the step this batch is for (curriculum; with several workers, the newest's)
+                trainer.sampler.step = index
             try:
-                draw = sample_groups(trainer.sampler, trainer.cfg, trainer.rollout, trainer.score)
+                draw = self.draw(index)
             except BaseException as e:  # surfaced in the learner, which stops the run
                 with self.cond:
                     self.error = e
@@ -75,6 +76,11 @@ class AsyncRollouts:
             with self.cond:
                 self.buffer.append((index, draw))
                 self.cond.notify_all()
+
+    def draw(self, index: int) -> Draw:
+        """One admitted request: a step's batch, exactly as synchronous training samples it."""
+        t = self.trainer
+        return sample_groups(t.sampler, t.cfg, t.rollout, t.score)
 
     # ---- the learner's side ------------------------------------------------------------------
     def staleness(self, draw: Draw) -> int:

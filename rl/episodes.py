@@ -162,9 +162,8 @@ def run_token_episode(
     budget = budget_of(env)
     with episode_tools(env, task) as tools:
         prompt = with_tools(messages, tools)
-        prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
-        if isinstance(prompt_ids, dict):  # newer transformers return a BatchEncoding
-            prompt_ids = prompt_ids["input_ids"]
+        text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+        prompt_ids = tokenizer(text, add_special_tokens=False)["input_ids"]  # as Trainer.prompt_ids
         policy = TokenPolicy(tokenizer, generate, eos_ids, prompt, prompt_ids, max_new_tokens,
                              budget.max_tokens)
         traj = run_episode(policy, prompt, tools, budget, count_tokens=_counter(tokenizer))
