@@ -79,7 +79,7 @@ def _lazy(module: str) -> Callable[[list[str], dict[str, Any], int], Pipeline]:
 
 PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
     name: _lazy(name.replace("-", "_"))
-    for name in ("qa-jsonl", "stem-curate", "textbook-pdf", "qa-markdown", "code-problems", "stem-score", "tool-envs")
+    for name in ("qa-jsonl", "stem-curate", "textbook-pdf", "qa-markdown", "code-problems", "stem-score", "github-prs")
 }
 
 
@@ -99,10 +99,10 @@ def catalog(pipeline: str) -> list[tuple[type[Stage], str]]:
     from rlclimb.stages.qa.importer import ImportQA
     from rlclimb.stages.text import NormalizeText, ValidateQA
 
+    from .github_prs import STAGES as GITHUB_PRS
     from .qa_jsonl import STAGES as QA_JSONL
     from .stem_curate import CURATE_STAGES
     from .stem_score import SCORE_STAGES
-    from .tool_envs import STAGES as TOOL_ENV_STAGES
 
     def when(classes, condition: str = "") -> list[tuple[type[Stage], str]]:
         def notes(c):
@@ -121,7 +121,7 @@ def catalog(pipeline: str) -> list[tuple[type[Stage], str]]:
         "qa-markdown": documents,
         "code-problems": when([ImportCode, ExactDedup, VerifyCode]),
         "stem-score": [(ImportQA, "JSONL input only"), *when(SCORE_STAGES)],
-        "tool-envs": when(TOOL_ENV_STAGES),
+        "github-prs": when(GITHUB_PRS),
     }
     return table[pipeline]
 
