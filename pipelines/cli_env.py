@@ -4,6 +4,7 @@
     rlclimb env check --kind math --input runs/qa/data --id qa-...
     rlclimb env run --kind code --input problems.jsonl --index 0 --response answer.md
     rlclimb env check --kind swe --input runs/prs/swebench.jsonl [--id ID]
+    rlclimb env import tau-bench SRC_DIR --out ENV_DIR; rlclimb env replay ENV_DIR --out OUT_DIR; rlclimb env card ENV_DIR
 
 `check` grades the task's own reference (each reference solution of a code problem, or a math
 item's answer as `\\boxed{answer}`): a task whose reference does not earn the task reward is
@@ -235,3 +236,9 @@ def run_response(
             _fail(f"cannot read response {response}: {e.strerror}")
     console.print(_table(f"{kind} task {task.id}", [("response", env.score(task, text))]))
     env.close()
+
+
+# Tool-use environments: import (tau-bench), replay, card (environments/tooluse/cli.py).
+from rlclimb.environments.tooluse.cli import register as _register_tool_commands  # noqa: E402
+
+_register_tool_commands(env_app)

@@ -350,3 +350,9 @@ class ToolUseEnvironment(Environment):
         for rt in self._runtimes.values():
             rt.close()
         self._runtimes.clear()
+        # LLM clients keep per-event-loop HTTP state: close it on the loop that made it.
+        clients = {id(c): c for c in (self.llm, getattr(self.user, "llm", None)) if c is not None}
+        if _loop is not None:
+            for client in clients.values():
+                if hasattr(client, "aclose"):
+                    run_sync(client.aclose())

@@ -37,8 +37,22 @@ def _match(path: tuple[str, ...], patterns: list[tuple[str, ...]]) -> bool:
     )
 
 
+def _plain(value: Any) -> Any:
+    """`canonical` with no unordered lists: the fast path (no paths to track)."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is dict:
+        return {str(k): _plain(v) for k, v in value.items()}  # dumps sorts the keys
+    if t is list or t is tuple:
+        return [_plain(v) for v in value]
+    return canonical(value, [], ("",))
+
+
 def canonical(value: Any, unordered: Iterable[str] = (), _path: tuple[str, ...] = ()) -> Any:
     """`value` as plain JSON types in canonical form (dict keys as strings, sets sorted)."""
+    if not _path and not unordered:
+        return _plain(value)
     patterns = [tuple(p.split(".")) for p in unordered] if not _path else unordered
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
@@ -47,6 +61,8 @@ def canonical(value: Any, unordered: Iterable[str] = (), _path: tuple[str, ...] 
     if isinstance(value, float):
         return _number(value)
     if isinstance(value, dict):
+        if not patterns:
+            return {str(k): _plain(v) for k, v in value.items()}
         return {
             str(k): canonical(v, patterns, (*_path, str(k)))
             for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
