@@ -94,8 +94,8 @@ def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
 @app.command()
 def run(
     pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)} (rlclimb pipelines); or your own package.module:function")],
-    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable)")] = [],  # noqa: B006
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="override a config key: stage.key=value")] = [],  # noqa: B006
     engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
@@ -110,6 +110,10 @@ def run(
         "--retry-transient", help="redo what a finished run dropped for transient reasons (timeouts, rate limits, budget)")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="replace the run in --out even if it is of another pipeline or other inputs")] = False,
+    repos: Annotated[Path | None, typer.Option(
+        "--repos", help="github-prs: directory of local clones named owner__name")] = None,
+    from_git_history: Annotated[Path | None, typer.Option(
+        "--from-git-history", help="github-prs: mine a local clone's merged PRs instead of (or besides) --input")] = None,
 ) -> None:
     """Run a pipeline over inputs into a run directory (resumes if the directory exists)."""
     try:
@@ -119,6 +123,16 @@ def run(
     if engine not in ("local", "ray"):
         fail(f"unknown engine {engine!r}; available: local, ray")
     cfg = load_config(config, set_)
+    if repos is not None or from_git_history is not None:  # github-prs' own inputs, as stage keys
+        if pipeline != "github-prs":
+            fail("--repos and --from-git-history are options of the github-prs pipeline")
+        stages = cfg.setdefault("stages", {})
+        if repos is not None:
+            stages.setdefault("swe_build", {})["repos"] = str(repos.resolve())
+        if from_git_history is not None:
+            stages.setdefault("swe_import", {})["git_history"] = str(from_git_history.resolve())
+    if not inputs and from_git_history is None:
+        fail("no input given: pass --input FILE (repeatable)")
     llm = None
     if cfg.get("llm"):
         from .llm import LLMConfig

@@ -1,6 +1,6 @@
 """github-prs: merged pull requests (SWE-bench JSONL, a GitHub PR export, or a local clone's
 history with --from-git-history) -> SWE instances with verified FAIL_TO_PASS / PASS_TO_PASS,
-one Docker image each, exported as swebench.jsonl (SPEC §3)."""
+one Docker image each, exported as swebench.jsonl."""
 
 from __future__ import annotations
 
