@@ -238,3 +238,24 @@ def test_code_reply_checks_before_anything_runs():
         with pytest.raises(code_reply.ReplyError, match=None) as e:
             code_reply.parse_implementation(bad)
         assert words in str(e.value)
+
+
+@pytest.mark.slow
+def test_a_tool_that_never_passes_is_cut_and_the_rest_kept(tmp_path):
+    """No repair round and a generated tool that loops forever: the sandbox's deadline stops it,
+    the smoke test names the timeout, the tool is cut from tools.py and the environment is made
+    from the five that work (no task uses the cut tool)."""
+    script = ToolEnvScript(hang=True)
+    with ScriptedServer(script) as server:
+        src, cfg = write_inputs(tmp_path, server.base_url)
+        result = cli("run", "tool-envs", "--input", src, "--out", tmp_path / "run", "--config", cfg, "--quiet",
+                     "--set", "bootstrap.repair_rounds=0", "--set", "bootstrap.call_timeout_s=2")
+        assert result.exit_code == 0, result.output
+    assert script.kinds["Fix the"] == 0
+    env = load_env(tmp_path / "run" / "envs" / "bike_shop")
+    removed = env.source["synthesis"]["removed"]
+    assert list(removed) == ["get_order"] and "timeout" in removed["get_order"]
+    tools = (env.root / "tools.py").read_text()
+    assert "def get_order" not in tools and "def cancel_order" in tools
+    assert {t["name"] for t in env.source["tools"]} == {"find_customer", "list_bikes", "get_bike", "place_order", "cancel_order"}
+    assert env.tasks and all(a.name != "get_order" for t in env.tasks for a in t.actions)

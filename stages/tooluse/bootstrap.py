@@ -38,6 +38,7 @@ class BootstrapConfig(StageConfig):
     min_working_tools: int = Field(2, ge=1)  # fewer tools passing: the environment is dropped
     max_tokens: int = Field(3000, ge=64)  # per reply, unless the profile sets it
     backend: str | None = None  # sandbox for the smoke tests: bwrap, docker, process (default: the runtime's)
+    call_timeout_s: float = Field(10.0, gt=0)  # a smoke-test call running longer is stopped (a failure)
 
 
 class BootstrapEnv(Stage):
@@ -114,7 +115,7 @@ class BootstrapEnv(Stage):
         smoke = None
         for attempt in range(c.repair_rounds + 1):
             bundle.update(tools_py=impl.source, state=impl.state, examples=impl.examples)
-            smoke = await asyncio.to_thread(smoke_test, bundle, c.backend)
+            smoke = await asyncio.to_thread(smoke_test, bundle, c.backend, c.call_timeout_s)
             if smoke.ok or attempt == c.repair_rounds:
                 break
             failures = {"(module)": smoke.load_error} if smoke.load_error else smoke.failures
@@ -135,7 +136,7 @@ class BootstrapEnv(Stage):
             report["removed"].update(smoke.failures)
             bundle["tools_py"] = code_reply.remove_functions(bundle["tools_py"], set(smoke.failures))
             bundle["tools"] = [t for t in bundle["tools"] if t["name"] not in smoke.failures]
-            smoke = await asyncio.to_thread(smoke_test, bundle, c.backend)
+            smoke = await asyncio.to_thread(smoke_test, bundle, c.backend, c.call_timeout_s)
             if smoke.load_error:
                 return Drop("tools_do_not_load", f"environment {record['name']}: after cutting failing tools: {smoke.load_error[-600:]}")
         working = [t for t in smoke.listing if t["name"] in smoke.outputs]

@@ -161,9 +161,13 @@ def cancel_order(state, order_id: str) -> dict:
 '''
 
 
-def source(stock_fixed: bool, get_order_fixed: bool) -> str:
+GET_ORDER_LOOPS = GET_ORDER_BROKEN.replace('    return state["order"][order_id]', """    while True:  # never returns: the sandbox's call deadline must stop it
+        pass""")
+
+
+def source(stock_fixed: bool, get_order_fixed: bool, broken: str = GET_ORDER_BROKEN) -> str:
     head = HEAD.replace("STOCK\n", STOCK_FIX + "\n" if stock_fixed else "")
-    return head + (GET_ORDER_FIXED if get_order_fixed else GET_ORDER_BROKEN) + CANCEL
+    return head + (GET_ORDER_FIXED if get_order_fixed else broken) + CANCEL
 
 
 def code_reply(src: str, with_data: bool = True) -> str:
@@ -225,7 +229,10 @@ def task_for(chain: list[str]) -> dict:
 
 
 class ToolEnvScript:
-    def __init__(self) -> None:
+    """`hang=True`: the broken get_order loops forever instead of raising KeyError."""
+
+    def __init__(self, hang: bool = False) -> None:
+        self.broken = GET_ORDER_LOOPS if hang else GET_ORDER_BROKEN
         self.lock = threading.Lock()
         self.kinds: Counter = Counter()  # prompt kind -> requests
         self.answered: Counter = Counter()  # request body hash -> times answered
@@ -253,14 +260,14 @@ class ToolEnvScript:
                 return Reply(PROSE)
             return Reply("```json\n" + json.dumps(DESIGN, indent=1) + "\n```")
         if first.startswith("Implement the tools"):
-            return Reply(code_reply(source(stock_fixed=False, get_order_fixed=False)))
+            return Reply(code_reply(source(stock_fixed=False, get_order_fixed=False, broken=self.broken)))
         if first.startswith("Review the implementation"):
             if STOCK_FIX in first:
                 return Reply(json.dumps({"issues": [], "verdict": "ok"}))
             return Reply(json.dumps({"issues": ["place_order records the order but never lowers the bike's stock, "
                                                 "so the shop can sell bikes it does not have"], "verdict": "revise"}))
         if first.startswith("Revise the implementation"):
-            return Reply(code_reply(source(stock_fixed=True, get_order_fixed=False)))
+            return Reply(code_reply(source(stock_fixed=True, get_order_fixed=False, broken=self.broken)))
         if first.startswith("Fix the tools"):
             assert "get_order" in last and "KeyError" in last, last[-800:]
             return Reply(code_reply(source(stock_fixed=True, get_order_fixed=True), with_data=False))
