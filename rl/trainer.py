@@ -40,6 +40,7 @@ from .config import GRPOConfig
 from .data import Item, split_eval
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
+from . import lora
 from .packing import packed_batch, packed_logprobs, packed_plan
 from .writers import Writers
 from .async_rollout import AsyncRollouts
@@ -89,6 +90,7 @@ class Trainer:
             )
         torch.manual_seed(cfg.seed)
         self.model = model.to(self.device).eval()  # eval(): no dropout in RL updates either
+        self.model = lora.wrap(self.model, cfg)  # [scale] LoRA adapters when lora_rank > 0
         self.tokenizer = tokenizer
         self.eos_ids = sorted({tokenizer.eos_token_id, *self._config_eos(model)})
         self.pad_id = (
@@ -100,7 +102,7 @@ class Trainer:
         )
         self.envs: dict[str, Environment] = dict(environments or {})
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
+            lora.optimizer_params(self.model, cfg),  # [scale] adapters only, at lr * multiplier
             lr=cfg.lr,
             betas=cfg.betas,
             eps=cfg.adam_eps,
@@ -538,7 +540,7 @@ class Trainer:
     def push_weights(self) -> None:
         """The engine samples with the new weights from here on (local copy, server reload)."""
         t = time.perf_counter()
-        self.engine.update_weights(self.model, self.policy_version)
+        self.engine.update_weights(lora.for_engine(self.model, self.engine), self.policy_version)
         if self.async_rollouts is not None:
             self.async_rollouts.pushed(self.step_no, self.policy_version)
         self._times["push"] = time.perf_counter() - t
@@ -632,7 +634,7 @@ class Trainer:
                 "policy_version": self.policy_version,
                 "k": self.k,
                 "max_new_tokens": self.max_new_tokens,
-                "optimizer": self.optimizer.state_dict(),
+                "optimizer": self.optimizer.state_dict() if self.cfg.save_optimizer else None,
                 "sampler": self.sampler.state_dict(),
                 "generator": self.generator.get_state(),
                 "torch_rng": torch.get_rng_state(),
@@ -659,17 +661,21 @@ class Trainer:
                 return 0
             checkpoint = found[-1].parent
         checkpoint = Path(checkpoint)
-        weights: dict[str, torch.Tensor] = {}
-        for file in sorted((checkpoint / "model").glob("*.safetensors")):
-            weights.update(load_file(file, device=str(self.device)))
-        missing, unexpected = self.model.load_state_dict(weights, strict=False)
-        tied = set(getattr(self.model, "_tied_weights_keys", None) or []) | {"lm_head.weight"}
-        if unexpected or set(missing) - tied:
-            raise RuntimeError(
-                f"checkpoint {checkpoint} does not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}"
-            )
+        if lora.is_lora(self.model):  # [scale] an adapter-only checkpoint (rl/lora.py)
+            lora.load_adapter(self.model, checkpoint / "model")
+        else:
+            weights: dict[str, torch.Tensor] = {}
+            for file in sorted((checkpoint / "model").glob("*.safetensors")):
+                weights.update(load_file(file, device=str(self.device)))
+            missing, unexpected = self.model.load_state_dict(weights, strict=False)
+            tied = set(getattr(self.model, "_tied_weights_keys", None) or []) | {"lm_head.weight"}
+            if unexpected or set(missing) - tied:
+                raise RuntimeError(
+                    f"checkpoint {checkpoint} does not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}"
+                )
         state = torch.load(checkpoint / "trainer.pt", weights_only=False)
-        self.optimizer.load_state_dict(state["optimizer"])
+        if state["optimizer"] is not None:  # [scale] save_optimizer=False: Adam restarts
+            self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
