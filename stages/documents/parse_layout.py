@@ -8,7 +8,8 @@ Two repairs happen here, before anyone reads the text:
   the columns of a small table) are joined left to right;
 - two-column pages are put in reading order (left column, then right column, band by band
   between full-width lines), whatever order the PDF's content stream drew them in;
-- stacked rows of a matrix become one LaTeX `pmatrix` line (`parse_matrix`).
+- stacked rows of a matrix become one LaTeX `pmatrix` line (`parse_matrix`);
+- a smaller fragment above or below a row's text is a script (`parse_math.join_row`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from .parse_math import join_row
 from .parse_matrix import rebuild_matrices
 
 try:  # MuPDF's own JSON printer (PyMuPDF >= 1.23)
@@ -111,6 +113,9 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
             raw.append(row[0][4])
             continue
         row.sort(key=lambda f: f[0])
+        if min(f[5] for f in row) < 0.9 * max(f[5] for f in row) and (pieces := join_row(row)) is not None:
+            raw.append("".join(pieces))  # a script or small fraction set as its own fragment
+            continue
         parts = [row[0][4]]
         for prev, cur in zip(row, row[1:], strict=False):
             parts.append(" " if cur[0] - prev[2] > 0.1 * max(cur[5], 1.0) else "")

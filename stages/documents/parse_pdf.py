@@ -2,7 +2,9 @@
 
 Per page: MuPDF's structured text (fonts, boxes; glyphs without Unicode keep their raw codes,
 `TEXT_CID_FOR_UNKNOWN_UNICODE`, so they stay evidence instead of becoming U+FFFD) -> lines;
-glyphs whose code points lie (`parse_repair.suspects`) are mapped back with substitutions learned
+scripts and small fractions rebuilt from glyph sizes and baselines, and glyphs without Unicode
+named from their fonts' glyph names (`parse_math`, `parse_glyphs`); glyphs whose code points lie
+(`parse_repair.suspects`) are mapped back with substitutions learned
 once per document from OCR of a few sample pages, and a page with suspects no substitution
 covers goes to OCR; a quality check on the text (`parse_quality`); pages that are empty but hold
 images, or whose text is garbled, go to OCR:
@@ -15,6 +17,7 @@ stay open per process (a small LRU), so consecutive pages do not re-open the fil
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
@@ -23,13 +26,16 @@ from pydantic import Field
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
+from .parse_glyphs import font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
+from .parse_math import glyph_pattern, rebuild_lines, wants_spans
 from .parse_quality import assess
 from .parse_records import DocPage
 from .parse_repair import Repairs, has_candidates, learn, main_script, repair, suspect_chars
 
 _OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
 _REPAIRS: dict[tuple[str, str], Repairs] = {}  # per process: (path, languages) -> learned substitutions
+_GLYPHS: dict[str, tuple[dict, re.Pattern]] = {}  # per process: path -> (font -> {char: text}, trigger)
 _MAX_OPEN = 2
 
 
@@ -77,6 +83,7 @@ def close_cached_pdfs() -> None:
     """Close this process's open documents (tests, benchmarks, long-lived workers)."""
     while _OPEN_DOCS:
         _OPEN_DOCS.popitem()[1].close()
+    _GLYPHS.clear()
 
 
 def text_flags() -> int:
@@ -127,6 +134,9 @@ class ParsePdf(Stage):
             page = cached_pdf(path).load_page(number - 1)
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
+            glyphs, pattern = self._glyphs(path)
+            if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
+                rebuild_lines(blocks, textpage.extractDICT()["blocks"], glyphs)
             lines, raw = page_lines(blocks, page.rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails
@@ -189,6 +199,14 @@ class ParsePdf(Stage):
         else:
             out["text_path"], out["path_reason"] = "text", f"{reason}; OCR scored no better ({ocr_quality.score:.2f})"
         return out
+
+    def _glyphs(self, path: str) -> tuple[dict[str, dict[str, str]], re.Pattern]:
+        """The document's glyph-name tables (`parse_glyphs`) and what triggers them, read once per process."""
+        got = _GLYPHS.get(path)
+        if got is None:
+            table = font_tables(cached_pdf(path))
+            got = _GLYPHS[path] = (table, glyph_pattern(table))
+        return got
 
     def _repairs(self, path: str) -> Repairs:
         """The document's substitutions, learned once per process from OCR of sample pages."""

@@ -33,6 +33,7 @@ from .structure_patterns import (
     has_stem_signal,
     instruction_range,
     is_contents_page,
+    key_number,
     looks_like_instruction,
     maybe_heading,
     merge_path,
@@ -163,6 +164,7 @@ class DocumentBuilder:
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
         self.exercise_places: set[tuple[str, ...]] = set()  # heading paths that had an exercise list
+        self.exercise_numbers: set[str] = set()  # printed numbers of the exercises seen so far (for key alignment)
 
     # ---- pages ---------------------------------------------------------------------------
     def page(self, page: dict) -> Iterator[Record | tuple[Record, Drop]]:
@@ -247,7 +249,7 @@ class DocumentBuilder:
                 self._close()
             return
         if big and (h := parse_heading(text, big, bold)) is not None and self._plausible_heading(h, text, bold, big, ln, body):
-            self._heading(h, ln["size"], page)
+            self._heading(self._aligned_key_heading(h, text), ln["size"], page)
             return
         if self.zone == "exercises" and (rng := instruction_range(text)) is not None:
             self._close()
@@ -261,7 +263,7 @@ class DocumentBuilder:
             return
         h = parse_heading(text, big, bold) if (big or bold or maybe_heading(text)) else None
         if h is not None and self._plausible_heading(h, text, bold, big, ln, body):
-            self._heading(h, ln["size"], page)
+            self._heading(self._aligned_key_heading(h, text) if (big or bold) else h, ln["size"], page)
             return
         if self.unit is None and self.zone == "exercises" and self.seq_last is None and looks_like_instruction(text):
             self._open("instruction", None, text, ln, page)
@@ -308,6 +310,19 @@ class DocumentBuilder:
         if h.zone or h.kind in ("chapter", "named"):
             return True
         return h.kind == "section" and (bold or big)
+
+    def _aligned_key_heading(self, h: Heading, text: str, within: int = 10) -> Heading:
+        """A heading in a language (or a garbled font) the word lists do not know opens an answer
+        key when the lines below it are keyed by the numbers of exercises seen earlier in the
+        book ("1.2.101:" after "Exercice 1.2.101"): numbering alignment, not wording."""
+        if h.zone or self.zone == "answers" or h.kind not in ("title", "section", "chapter") or not self.exercise_numbers:
+            return h
+        below = self.page_lines[self.lines_on_page + 1 : self.lines_on_page + 1 + within]
+        keys = [k for ln in below if (k := key_number(ln["text"])) is not None]
+        hits = sum(k in self.exercise_numbers for k in keys)
+        if hits >= 2 and hits >= 0.6 * len(keys) and len(keys) >= 0.3 * len(below):
+            return Heading("title", [], None, text, "answers")
+        return h
 
     def _numbering_restarts(self, within: int = 6) -> bool:
         """Does an item numbered 1 start within the next few lines (or does the page end first:
@@ -388,7 +403,10 @@ class DocumentBuilder:
                 return n > self.seq_last or bold
             # a new prefix whose numbering restarts ("1.1.1." after "0.3.15.") opens the next
             # section's keys even when its heading was lost (read as a running header)
-            return bold or n <= 3 or merge_path(self.path, tokens) != self.path + tokens
+            # or a key that names an exercise printed earlier ("1.2.101" after "1.1.104": Lebl
+            # numbers answered exercises from 101)
+            return (bold or n <= 3 or merge_path(self.path, tokens) != self.path + tokens
+                    or label.number in self.exercise_numbers)
         if prefix != self.seq_prefix:
             return n == 1 or (bold and n <= 3)
         if self.zone == "answers":
@@ -415,6 +433,9 @@ class DocumentBuilder:
             self._open("answer", label.printed if number == label.number else f"{number}.", rest, ln, page,
                        number=number)
             return
+        if kind == "exercise":
+            self.exercise_numbers.add(label.number.rstrip("."))
+            self.exercise_numbers.add(printed_path(merge_path(self.path, tokens)))
         self._open(kind, label.printed, label.rest, ln, page, number=label.number)
 
     def _instruction_for(self, number: str | None) -> str | None:

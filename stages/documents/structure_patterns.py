@@ -101,14 +101,23 @@ _EXERCISE_ZONE = re.compile(
     r"Exercices|Problèmes|Übungen|Aufgaben|Ejercicios|Problemas|Esercizi|Упражнения|Задачи)\b",
     re.IGNORECASE,
 )
+# answer-key headings in en / fr / de / es / pt / it (and ru): "Solutions à des exercices choisis",
+# "Lösungen zu ausgewählten Aufgaben", "Respuestas a ejercicios seleccionados", "Soluções dos exercícios"
+_KEY_WORD = (r"hints?|answers?|solutions?|réponses|corrigés?|indications|lösungen|hinweise|antworten|soluciones|"
+             r"respuestas|soluções|respostas|soluzioni|risposte|suggerimenti|ответы|решения")
 _ANSWER_ZONE = re.compile(
-    r"^(?:(?:hints?|answers?|solutions?|réponses|lösungen|soluciones|respuestas|soluzioni|risposte|ответы|решения)"
-    r"(?:\s+(?:and|&)\s+(?:hints?|answers?|solutions?))*"
-    r"(?:\s+(?:to|for|of)\b.*|\s+key)?|answer\s+key|key\s+to\s+.*)$",
+    rf"^(?:(?:{_KEY_WORD})"
+    rf"(?:\s+(?:and|&|et|und|y|e)\s+(?:{_KEY_WORD}))*"
+    r"(?:\s+(?:to|for|of|à|aux|des|de|du|d’|d'|zu|zur|zum|für|der|a|para|dos|das|degli|agli|ai|alle|dei|delle)"
+    r"(?=[\s’'])\W*.*|\s+key)?|answer\s+key|key\s+to\s+.*)$",
     re.IGNORECASE,
 )
-_ANSWER_TARGET = re.compile(r"exercises|problems|questions|selected|odd|even|book|text|chapter|section|key",
-                            re.IGNORECASE)
+_ANSWER_TARGET = re.compile(
+    r"exercises|problems|questions|selected|odd|even|book|text|chapter|section|key|"
+    r"exercices|problèmes|choisis|sélectionnés|impairs|chapitre|aufgaben|übungen|ausgewählte|ungerade|kapitel|"
+    r"ejercicios|problemas|seleccionados|impares|capítulo|exercícios|selecionados|esercizi|problemi|selezionati|"
+    r"dispari|capitolo",
+    re.IGNORECASE)
 # what may follow a zone word: a set number ("Exercises I.", "Problems 2.3") and a parenthetical
 # cross-reference ("(See p. 252 for Answers.)")
 _ZONE_TAIL = re.compile(rf"^\s*(?:{NUMBER})?\.?\s*(?:\(.{{0,100}})?$")  # the parenthetical may wrap
@@ -156,7 +165,8 @@ _HEADING_WORD = re.compile(
     r"(?:Exercises|EXERCISES|Exercise Set|Problems|PROBLEMS|Problem Set|Homework|Questions|Multiple Choice|"
     r"Long [Aa]nswers?|Short [Aa]nswers?)|Answers?|ANSWERS?|"
     r"Solutions?|SOLUTIONS?|Hints?|HINTS?|Key|Exercices|Problèmes|Übungen|Aufgaben|Ejercicios|Problemas|Esercizi|"
-    r"Упражнения|Задачи|Réponses|Lösungen|Soluciones|Respuestas|Soluzioni|Risposte|Ответы|Решения)\b"
+    r"Упражнения|Задачи|Réponses|Corrigés?|Indications|Lösungen|Hinweise|Antworten|Soluciones|Respuestas|Soluções|"
+    r"Respostas|Soluzioni|Risposte|Ответы|Решения)\b"
 )
 
 
@@ -267,7 +277,7 @@ _EXAMPLE_LABEL = re.compile(
 )
 _REFERENCE_TAIL = re.compile(r"^(?:[a-z,;)]|and\b|or\b)")  # "Exercise 19 checks ...", "Example 2.2)"
 _KEY_LABEL = re.compile(
-    rf"^(?P<num>(?:\d{{1,3}}|{_WORDNUM}|[IVX]{{1,5}}|[A-H])(?:\.(?:\d{{1,3}}|[IVX]{{1,5}})){{1,4}})\.?(?:\s+|$)"
+    rf"^(?P<num>(?:\d{{1,3}}|{_WORDNUM}|[IVX]{{1,5}}|[A-H])(?:\.(?:\d{{1,3}}|[IVX]{{1,5}})){{1,4}})[.:]?(?:\s+|$)"
 )
 _NUMBER_LABEL = re.compile(
     r"^(?P<mark>(?:[✓✔*†‡?•]\s*)+)?(?:(?P<paren>\()(?P<pnum>\d{1,4})\)|(?P<num>\d{1,4}(?:\.\d{1,3})*)(?P<punct>[.)])?)"
@@ -311,6 +321,13 @@ def parse_label(text: str, zone: str, bold: bool = False) -> Label | None:
     if bare and "." not in num and not rest and not bold:
         return None
     return Label(m.group(0).strip(), num, "number", rest, False)
+
+
+def key_number(text: str) -> str | None:
+    """The dotted number a line starts with when it reads like an answer-key entry ("1.2.101:",
+    "One.I.1.17", "3.4.7."), else None: for the alignment cue, whatever the zone's language."""
+    m = _KEY_LABEL.match(text)
+    return m.group("num").rstrip(".") if m else None
 
 
 def split_inline_keys(rest: str, first: int) -> list[tuple[str, str]]:

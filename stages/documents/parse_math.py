@@ -1,0 +1,229 @@
+"""Math notation from glyph geometry: superscripts, subscripts and small stacked fractions.
+
+A text layer flattens `292^{3171}` into "2923171" and `a_n = 2·5^{n−1}` into "an 2 · 5n−1": the
+digits are all there, the notation is gone, and a gold answer read from it is wrong for the
+question as printed. The glyphs still say what was meant, by several cues at once: a script is
+set smaller than the text around it (size) and on a raised or lowered baseline (origin); MuPDF
+also flags raised spans (`flags & 1`). A small raised run directly above a small lowered run
+(their x ranges overlap) is a textstyle fraction `\\frac{p}{q}`, written `(p)/(q)`.
+
+Two places see scripts:
+- inside one MuPDF line (most scripts): `line_text` rebuilds the line from its spans, which only
+  the slower span-level extraction gives, so the parse stage asks for it only on pages with a
+  candidate line (`wants_spans`: a line box taller than its font, or a raw glyph code);
+- as separate fragments joined into one visual row (`join_row`, from the fragments' boxes).
+Raw glyph codes (a glyph without Unicode) are mapped back here from the font's glyph names
+(`parse_glyphs`), per font: the span says which font drew them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_SMALL = 0.9  # a script's size is at most this share of the text's size
+_RAISED = 0.12  # baseline raised by this share of the text size: superscript (TeX: ~0.35)
+_LOWERED = 0.06  # lowered by this share: subscript (TeX: ~0.15)
+_PLAIN = frozenset("′″‴∗*'°")  # raised marks that are not exponents
+
+GlyphMap = dict[str, dict[str, str]]  # font name -> {text-layer char: text} (`parse_glyphs`)
+_RAW = "\x00-\x08\x0b-\x1f"
+
+
+def glyph_pattern(glyphs: GlyphMap) -> re.Pattern:
+    """Characters that send a line to the span-level pass: raw codes, and any character some
+    font's glyph-name table rewrites."""
+    extra = "".join(sorted({re.escape(c) for t in glyphs.values() for c in t if c >= " "}))
+    return re.compile(f"[{_RAW}{extra}]")
+
+
+def wants_spans(blocks: list[dict], pattern: re.Pattern) -> bool:
+    """Some line of the page may hold scripts or glyphs to rename: worth the span-level pass."""
+    for b in blocks:
+        for ln in b["lines"]:
+            text = ln["text"]
+            if ln["bbox"]["h"] > 1.25 * ln["font"]["size"] + 1 and len(text) > 1:
+                return True
+            if pattern.search(text):
+                return True
+    return False
+
+
+def _script(text: str) -> str:
+    core = text.strip()
+    return core if len(core) == 1 else "{" + core + "}"
+
+
+def _kind(span: dict, size: float, base: float) -> str:
+    if not span["text"].strip() or span["size"] > _SMALL * size:
+        return ""
+    dy = span["origin"][1] - base
+    if dy < -_RAISED * size or (span["flags"] & 1 and dy < 0):
+        return "^"
+    if dy > _LOWERED * size:
+        return "_"
+    return ""
+
+
+def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
+    """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `(p)/(q)`,
+    and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are."""
+    weights: Counter = Counter()
+    for s in spans:
+        weights[round(s["size"], 1)] += len(s["text"].strip())
+    if not weights:
+        return "".join(s["text"] for s in spans)
+    size = weights.most_common(1)[0][0]
+    bases = Counter(round(s["origin"][1], 1) for s in spans if round(s["size"], 1) == size and s["text"].strip())
+    base = bases.most_common(1)[0][0] if bases else spans[0]["origin"][1]
+    # runs of spans of one kind: ("", text) or ("^"/"_", text, x0, x1)
+    runs: list[list] = []
+    for s in spans:
+        text = s["text"]
+        if glyphs and (table := glyphs.get(s["font"])):
+            text = "".join(table.get(c, c) for c in text)
+        kind = _kind(s, size, base)
+        if runs and runs[-1][0] == kind and (kind == "" or not text[:1].isspace()):
+            runs[-1][1] += text
+            runs[-1][3] = s["bbox"][2]
+        else:
+            runs.append([kind, text, s["bbox"][0], s["bbox"][2]])
+    out: list[str] = []
+    i = 0
+    while i < len(runs):
+        kind, text, x0, x1 = runs[i]
+        if kind == "^" and i + 1 < len(runs) and runs[i + 1][0] == "_" and _overlap(x0, x1, *runs[i + 1][2:]):
+            out.append(f"({text.strip()})/({runs[i + 1][1].strip()})")  # small stacked numerator/denominator
+            i += 2
+            continue
+        attached = bool(out) and _base(out[-1][-1:]) and not text[:1].isspace()
+        if kind and attached and text.strip() not in _PLAIN:  # a script sits on a base, no gap
+            lead = text[: len(text) - len(text.lstrip())]
+            trail = text[len(text.rstrip()):]
+            out.append(f"{lead}{kind}{_script(text)}{trail}")
+        else:
+            out.append(text)
+        i += 1
+    return "".join(out)
+
+
+def _base(ch: str) -> bool:
+    """A character a script can sit on: a letter, digit, closing bracket or bar (not "√", "=")."""
+    return bool(ch) and (ch.isalnum() or ch in ")]}|′")
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> bool:
+    return min(a1, b1) - max(a0, b0) > 0.5 * min(a1 - a0, b1 - b0)
+
+
+def rebuild_lines(blocks: list[dict], dict_blocks: list[dict], glyphs: GlyphMap | None = None) -> int:
+    """Rewrite, in place, the text of the lines of `blocks` (MuPDF's JSON lines) from the spans of
+    the same lines in `dict_blocks` (the same text page's `extractDICT`). Returns lines changed.
+    A line whose span text does not equal its JSON text is left as it is (the two must agree)."""
+    text_blocks = [b for b in dict_blocks if b.get("type", 0) == 0]
+    if len(text_blocks) != len(blocks):
+        return 0
+    changed = 0
+    for jb, db in zip(blocks, text_blocks, strict=True):
+        if len(jb["lines"]) != len(db.get("lines", [])):
+            continue
+        pairs = [(jl, dl) for jl, dl in zip(jb["lines"], db["lines"], strict=True)
+                 if "".join(s["text"] for s in dl["spans"]) == jl["text"]]  # the two must agree
+        spans_of = {id(jl): list(dl["spans"]) for jl, dl in pairs}
+        changed += _adopt_stacked(pairs, spans_of)
+        for jl, _ in pairs:
+            spans = spans_of[id(jl)]
+            if len(spans) < 2 and not (spans and glyphs and spans[0]["font"] in glyphs):
+                continue
+            text = line_text(spans, glyphs)
+            if text != jl["text"]:
+                jl["text"] = text
+                changed += 1
+    return changed
+
+
+def _adopt_stacked(pairs: list[tuple[dict, dict]], spans_of: dict[int, list[dict]]) -> int:
+    """A denominator (or numerator) MuPDF put on a line of its own: one small span right under
+    (over) a small span of another line of the block, at the same x, goes into that line's spans
+    after it (where `line_text` pairs the two), and its own line is emptied."""
+    moved = 0
+    biggest = max((s["size"] for _, dl in pairs for s in dl["spans"]), default=0.0)
+    for jl, dl in pairs:
+        spans = [s for s in dl["spans"] if s["text"].strip()]
+        if len(spans) != 1 or spans[0]["size"] > _SMALL * biggest:
+            continue
+        lone = spans[0]
+        for other, _ in pairs:
+            if other is jl:
+                continue
+            host = spans_of[id(other)]
+            sizes = [s["size"] for s in host if s["text"].strip()]
+            if not sizes or lone["size"] > _SMALL * max(sizes):
+                continue
+            for k, s in enumerate(host):
+                if (s["text"].strip() and abs(s["size"] - lone["size"]) < 0.5
+                        and _overlap(s["bbox"][0], s["bbox"][2], lone["bbox"][0], lone["bbox"][2])
+                        and 0 < lone["origin"][1] - s["origin"][1] < 2.5 * lone["size"]):
+                    host.insert(k + 1, lone)  # lone is the denominator of s
+                    spans_of[id(jl)] = []
+                    jl["text"] = ""
+                    moved += 1
+                    break
+            else:
+                continue
+            break
+    return moved
+
+
+def join_row(row: list[tuple]) -> list[str] | None:
+    """Fragments of one visual row (x0, y0, x1, y1, text, size, ...) sorted left to right, as text
+    pieces with scripts marked, when some fragment is a script; None when none is (the caller
+    joins the row as plain text). A fragment is a script when it is smaller than the row's text
+    and sits above (its bottom well above the text's bottom) or below (its top well below)."""
+    sizes = Counter()
+    for f in row:
+        sizes[f[5]] += len(f[4])
+    size = sizes.most_common(1)[0][0]
+    mains = [f for f in row if f[5] == size]
+    bottom = Counter(f[3] for f in mains).most_common(1)[0][0]
+    top = Counter(f[1] for f in mains).most_common(1)[0][0]
+    kinds = []
+    for f in row:  # a fragment's size is its first span's: a long one is a line, not a script
+        if f[5] > _SMALL * size or not f[4].strip() or f[4].strip() in _PLAIN or len(f[4].strip()) > 8:
+            kinds.append("")
+        elif f[3] < bottom - 0.25 * size:
+            kinds.append("^")
+        elif f[1] > top + 0.25 * size:
+            kinds.append("_")
+        else:
+            kinds.append("")
+    for k, f in enumerate(row):  # a script sits on a base with no gap; a small fraction needs none
+        stacked = any(kinds[j] and kinds[j] != kinds[k] and _overlap(f[0], f[2], row[j][0], row[j][2])
+                      for j in (k - 1, k + 1) if 0 <= j < len(row))
+        if kinds[k] and not stacked and (k == 0 or f[0] - row[k - 1][2] > 0.25 * size
+                                         or not _base(row[k - 1][4].rstrip()[-1:])):
+            kinds[k] = ""
+    if not any(kinds):
+        return None
+    out: list[str] = []
+    end: float | None = None  # right edge of what `out` holds
+    i = 0
+    while i < len(row):
+        f, kind = row[i], kinds[i]
+        nxt = row[i + 1] if i + 1 < len(row) else None
+        if kind and nxt is not None and {kind, kinds[i + 1]} == {"^", "_"} and _overlap(f[0], f[2], nxt[0], nxt[2]):
+            num, den = (f, nxt) if kind == "^" else (nxt, f)
+            piece, i = f"({num[4].strip()})/({den[4].strip()})", i + 2
+            gap_from = max(f[2], nxt[2])
+        else:
+            piece, i = (f"{kind}{_script(f[4])}" if kind else f[4]), i + 1
+            gap_from = f[2]
+        if end is not None and not kind and _gap(end, f[0], size):
+            out.append(" ")
+        out.append(piece)
+        end = gap_from
+    return out
+
+
+def _gap(prev_end: float, start: float, size: float) -> bool:
+    return start - prev_end > 0.1 * max(size, 1.0)
