@@ -159,7 +159,8 @@ def card_env(
         "tasks_with_hash": sum(1 for t in spec.tasks if t.final_hash),
     }
     if not no_replay:
-        rows = replay_all(spec, backend=backend, progress=_progress(spec.name))
+        progress = None if as_json else _progress(spec.name)  # --json: stdout is the card alone
+        rows = replay_all(spec, backend=backend, progress=progress)
         card["gold_replay"] = {
             "replayed": len(rows),
             "failed": sum(1 for r in rows if r["error"]),

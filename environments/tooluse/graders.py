@@ -9,7 +9,7 @@
 - `judge_subtasks` (optional, an LLM): splits the task into subtasks and grades each from the
   transcript; the score is the fraction done.
 
-`combine` (GraderConfig.combine, SPEC.md §6):
+`combine` (GraderConfig.combine; the combined-reward modes of DESIGN.md "Trainer"):
 - gated: the hard checks (state, outputs) gate everything: any failed one gives 0; past the gate
   the reward is 1 minus a small pattern penalty (patterns and the judge refine, never rescue).
 - lexicographic: state first, then outputs, then patterns, then the judge: each lower component

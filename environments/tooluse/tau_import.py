@@ -128,7 +128,12 @@ def _literal(node: ast.AST) -> Any:
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
-    return ast.literal_eval(node)
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(
+            f"not a plain literal (line {node.lineno}): {ast.unparse(node)[:80]}"
+        ) from None
 
 
 def _assigned_list(path: Path, name: str) -> list[ast.AST] | None:
