@@ -3,7 +3,9 @@ dataset directory or file (.parquet, .jsonl, .jsonl.gz; a mix directory: its tra
 weighted sources, each with an optional polars SQL filter and max_items).
 
 Each row becomes a typed record (QAItem or CodeProblem) and is routed to its environment by
-`environments.base.kind_of`. Mix weights become sampling weights: with `total`, each source
+`environments.base.kind_of`; a tool environment directory (env.yaml + tasks.jsonl), given as MIX
+or as a mix source, gives its tasks to the multi-turn `tool` environment, so one mix can hold
+several kinds. Mix weights become sampling weights: with `total`, each source
 contributes round(total * share) items (repeated if it has fewer); without it, every item is kept
 and a source is drawn in proportion to its weight (balance by sample count)."""
 
@@ -23,7 +25,7 @@ DataError = MixError  # one error for unreadable mixes, from `rlclimb mix` and `
 
 @dataclass
 class Item:
-    record: QAItem | CodeProblem
+    record: Any  # QAItem, CodeProblem, or a tool-use task (environments.tooluse)
     kind: str  # environment name
     weight: float = 1.0  # relative sampling weight
 
@@ -36,10 +38,33 @@ def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list
     return [Item(rec, kind) for kind, rec in typed_records(rows, where, skipped, "a training item")]
 
 
+def tool_env_items(path: Path) -> list[Item]:
+    """The tasks of a tool environment directory (env.yaml + tasks.jsonl, environments.tooluse),
+    each naming its directory, for the `tool` environment (multi-turn, rl/episodes.py)."""
+    try:
+        from rlclimb.environments.tooluse.format import load_env
+    except ImportError as e:
+        raise DataError(f"{path}: a tool environment, but environments.tooluse is missing: {e}") from None
+    try:
+        spec = load_env(path)
+    except Exception as e:
+        raise DataError(f"tool environment {path}: {str(e).splitlines()[0]}") from None
+    return [Item(t.model_copy(update={"env": str(path.resolve())}), "tool") for t in spec.tasks]
+
+
+def is_tool_env(path: Path) -> bool:
+    return path.is_dir() and (path / "env.yaml").is_file()
+
+
 def load_source(source: MixSource, base: Path, seed: int, skipped: list[str]) -> list[Item]:
     path = Path(source.path).expanduser()
     if not path.is_absolute() and (base / path).exists():
         path = base / path
+    if is_tool_env(path):  # a tool environment's tasks (kinds/filters are for datasets)
+        items = tool_env_items(path)
+        if source.max_items is not None and len(items) > source.max_items:
+            items = random.Random(seed).sample(items, source.max_items)
+        return items
     rows = select_rows(read_dataset(path, skipped), source, seed)  # the same selection as `rlclimb mix`
     return to_items(rows, str(path), skipped)
 
@@ -74,6 +99,8 @@ def load_items(mix: str | Path, skipped: list[str] | None = None) -> list[Item]:
         except Exception as e:
             raise DataError(f"mix spec {path}: {str(e).splitlines()[0]}") from None
         items = load_mix(spec, path.parent, skipped)
+    elif is_tool_env(path):
+        items = tool_env_items(path)
     else:
         items = to_items(read_dataset(path, skipped), str(path), skipped)
     if not items:

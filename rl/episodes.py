@@ -9,7 +9,10 @@ nucleus of one); the whole episode is one Sample whose completion is everything 
 prompt, so its one advantage reaches every policy token of every turn.
 
 An environment is multi-turn when it has `episode(task)`: a context manager yielding its tools
-for one episode (a sandbox created on entry, torn down on exit). The code environment becomes
+for one episode (a sandbox created on entry, torn down on exit), or runs its own loop with
+`rollout(task, policy, budget, count_tokens)` (the tool-use environment, kind "tool": tools in a
+sandboxed runtime, a simulated user; one episode at a time per environment instance, graded
+right after). The code environment becomes
 one with `environments: {code: {tools: [python]}}` (a `python` and/or `bash` tool in a sandbox
 session per episode; the final answer's fenced block is graded as before). Budgets come from the
 environment's options (`max_steps`, `max_tokens`, `max_wall_s`); at most `episode_concurrency`
@@ -18,6 +21,7 @@ episodes (so sandboxes) run at once."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
@@ -148,6 +152,15 @@ class TokenPolicy:
         return text
 
 
+_LOCKS: dict[int, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_of(env) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(id(env), threading.Lock())
+
+
 def run_token_episode(
     env: Environment,
     task: Any,
@@ -160,6 +173,9 @@ def run_token_episode(
     policy_version: int,
 ) -> Sample:
     budget = budget_of(env)
+    if hasattr(env, "rollout"):
+        return _own_loop(env, task, messages, tokenizer, generate, budget, eos_ids=eos_ids,
+                         max_new_tokens=max_new_tokens, policy_version=policy_version)
     with episode_tools(env, task) as tools:
         prompt = with_tools(messages, tools)
         text = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
@@ -178,6 +194,33 @@ def run_token_episode(
         nucleus_ids=policy.kept if policy.kept_ok else [],
         episode=_summary(traj, policy),
     )
+
+
+def _own_loop(env, task, messages, tokenizer, generate, budget, *, eos_ids, max_new_tokens,
+              policy_version) -> Sample:
+    """An environment that runs its own episode loop (`rollout(task, policy, budget,
+    count_tokens)`, e.g. tooluse.ToolUseEnvironment, whose state lives on the instance): one
+    episode at a time per environment, graded at once, before the next resets the state."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    with _lock_of(env):
+        policy = TokenPolicy(tokenizer, generate, eos_ids, messages, prompt_ids, max_new_tokens,
+                             budget.max_tokens)
+        traj = env.rollout(task, policy, budget, count_tokens=_counter(tokenizer))
+        grade = env.grade(task, traj.final_response)
+    sample = Sample(
+        prompt_ids=list(prompt_ids),
+        completion_ids=policy.ids,
+        logprobs=policy.logprobs,
+        nucleus_sizes=policy.sizes,
+        loss_mask=policy.mask,
+        truncated=policy.truncated or traj.stop_reason not in ("done", "no_tool_call"),
+        policy_version=policy_version,
+        nucleus_ids=policy.kept if policy.kept_ok else [],
+        episode=_summary(traj, policy),
+    )
+    sample.grade = grade
+    return sample
 
 
 def _counter(tokenizer) -> Callable[[str], int]:

@@ -230,7 +230,7 @@ class Trainer:
 
     def _multi_turn(self, item: Item) -> bool:
         env = self.env(item.kind)
-        return hasattr(env, "episode") or bool(env.options.get("tools"))
+        return hasattr(env, "episode") or hasattr(env, "rollout") or bool(env.options.get("tools"))
 
     def score(self, item: Item, samples: list[Sample]) -> None:
         """Grade each sample (once), then compose the rewards of all of `samples`, the prompt's
@@ -238,13 +238,13 @@ class Trainer:
         with self._timed("score"):
             env = self.env(item.kind)
             for s in samples:
-                if s.grade is None:
+                if not s.text:
                     s.text = self.tokenizer.decode(s.completion_ids, skip_special_tokens=True)
-                    # an episode is graded on its final answer (the environment's state for
-                    # kinds that grade the sandbox)
+                if s.grade is None:  # (an environment with its own loop graded the episode)
+                    # an episode is graded on its final answer
                     answer = s.episode["final"] if s.episode else s.text
                     s.grade = env.grade(item.record, answer)
-                    s.passed = s.grade.task >= self.cfg.pass_threshold
+                s.passed = s.grade.task >= self.cfg.pass_threshold
             rho = sum(s.passed for s in samples) / len(samples)
             for s in samples:
                 reward = compose(
@@ -518,7 +518,6 @@ class Trainer:
             "time/step": elapsed,
             "engine/replay": int(self.replay),
             **flow,
-            "time/idle_fraction": flow["time/idle"] / elapsed if elapsed else 0.0,
         }
         if episodes:  # multi-turn kinds
             row["episode/steps"] = _mean([e["steps"] for e in episodes])
@@ -535,6 +534,10 @@ class Trainer:
             self.max_new_tokens = min(2 * self.max_new_tokens, cfg.max_new_tokens_cap)
         self.push_weights()  # last: the next batch sees this step's length limit too
         row["time/push"] = self._times["push"]
+        # waiting for in-flight generation before the push is idle time too (async)
+        row["time/push_wait"] = self.engine.last_wait_s
+        row["time/idle"] += self.engine.last_wait_s
+        row["time/idle_fraction"] = row["time/idle"] / (elapsed + row["time/push"])
         return row
 
     def push_weights(self) -> None:
@@ -687,7 +690,7 @@ class Trainer:
         self.k, self.max_new_tokens = state["k"], state["max_new_tokens"]
         for name in ("metrics.jsonl", "rollouts.jsonl"):
             _truncate_after(self.out / name, self.step_no)
-        self.engine.update_weights(self.model, self.policy_version)  # a copy or a server
+        self.engine.update_weights(lora.for_engine(self.model, self.engine), self.policy_version)
         return self.step_no
 
 

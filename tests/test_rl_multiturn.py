@@ -190,3 +190,46 @@ def test_code_episode_with_real_sandbox_tool_calls_in_training(tokenizer, tmp_pa
     assert len(texts) == 4 and len(later) == 2  # two episodes of two turns each
     assert all("<|im_start|>tool\n42\n<|im_end|>" in t for t in later)
     assert all("- python: Run a Python 3 program" in t for t in texts)  # the tool was offered
+
+
+FIND = '<tool_call>{"name": "find_customer", "arguments": {"email": "ana@example.com"}}</tool_call>'
+
+
+@pytest.mark.slow
+def test_a_mix_of_math_and_tool_environment_items_trains(tokenizer, tmp_path):
+    """A mix spec naming a QA dataset and a tool environment directory (the bike_shop example):
+    tool tasks run in the real tool-use environment (its sandboxed tool runtime), graded on its
+    final state; math items stay single-turn."""
+    from pathlib import Path
+
+    from helpers.rl_agentic import CapitalEnv
+
+    from rlclimb.rl.data import load_items
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    spec = tmp_path / "mix.yaml"
+    spec.write_text(
+        "name: agentic\nsources:\n"
+        f"  - path: {examples / 'arithmetic.jsonl'}\n    max_items: 4\n"
+        f"  - path: {examples / 'tool_envs' / 'bike_shop'}\n    max_items: 3\n"
+    )
+    mix = load_items(spec)
+    assert sorted({i.kind for i in mix}) == ["math", "tool"]
+    backend = fast_backend()
+    sandbox_or_skip(backend)
+    cfg = config(top_p=1.0, max_new_tokens=48, max_new_tokens_cap=48, prompts_per_step=7,
+                 group_size=2, lr=1e-3, environments={"tool": {"backend": backend, "max_steps": 3}})
+    trainer = Trainer(cfg, tiny(tokenizer), tokenizer, mix, tmp_path / "run",
+                      environments={"math": CapitalEnv()})
+    trainer.engine = ScriptedTurns(trainer.model, tokenizer, [FIND, "Your account is found."])
+    try:
+        row = trainer.step()
+    finally:
+        for env in trainer.envs.values():
+            env.close()
+    assert row["prompts"] == 7 and row["episode/tool_calls"] == 1.0
+    tool_env = trainer.envs["tool"]
+    assert type(tool_env).__name__ == "ToolUseEnvironment"
+    texts = [tokenizer.decode(c) for c in trainer.engine.contexts]
+    # the real runtime answered the call (Ana's customer record) inside the episode's context
+    assert any("<tool_response>" in t and "c001" in t for t in texts)

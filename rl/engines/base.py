@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import Any
@@ -19,10 +20,15 @@ class EngineError(RuntimeError):
 class Engine(ABC):
     name = ""
     replays_nucleus = False  # True when samples carry the top-p nucleus of each token
+    # a weight update waits for in-flight generation calls (weights changed in place under a
+    # running forward would tear); a server swaps weights itself, so its requests in flight
+    # go on, labeled with the version at their start (staleness is never under-counted)
+    drain_on_update = True
 
     def __init__(self) -> None:
         self.version = 0  # the learner step whose weights this engine samples with
         self._busy = 0
+        self.last_wait_s = 0.0
         self._pending = 0  # weight updates waiting: new generation calls wait behind them
         self._cond = threading.Condition()
 
@@ -48,8 +54,10 @@ class Engine(ABC):
         never drawn from half-updated weights)."""
         with self._cond:
             self._pending += 1
+            t = time.perf_counter()
             try:
-                self._cond.wait_for(lambda: self._busy == 0)
+                self._cond.wait_for(lambda: self._busy == 0 or not self.drain_on_update)
+                self.last_wait_s = time.perf_counter() - t  # the learner idles here too
                 self._load(model, version)
                 self.version = version
             finally:
@@ -60,7 +68,7 @@ class Engine(ABC):
     def sampling(self):
         """Held around a generation call so a weight update waits for it."""
         with self._cond:
-            self._cond.wait_for(lambda: self._pending == 0)
+            self._cond.wait_for(lambda: self._pending == 0 or not self.drain_on_update)
             self._busy += 1
             version = self.version
         try:

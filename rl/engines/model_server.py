@@ -91,7 +91,7 @@ class ModelServer:
         weights: dict[str, torch.Tensor] = {}
         for f in files:
             weights.update(load_file(f))
-        with self.lock:
+        with self.lock:  # between generation calls, as a real server swaps between passes
             self.model.load_state_dict(weights, strict=False)
             self.loaded.append(str(path))
         return 200, {"success": True, "version": body.get("version")}

@@ -18,7 +18,9 @@ Weights: `update_weights` saves the learner's model (safetensors + config) under
 `{"model_path": DIR, "version": N}` (SGLang: `/update_weights_from_disk`; for vLLM, a server
 with a reload route, e.g. a `--worker-extension-cls` that loads the path). The call has
 `reload_timeout_s`; a timeout or an error status raises EngineError naming the server and the
-directory instead of hanging. Only the newest `keep_weights` directories are kept."""
+directory instead of hanging. Only the newest `keep_weights` directories are kept. Requests in
+flight during a reload go on (the server swaps weights between its forward passes); their
+samples keep the version at their start, so staleness is never under-counted."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from .base import Engine, EngineError
 class ServerEngine(Engine):
     name = "server"
     replays_nucleus = False
+    drain_on_update = False  # the server swaps weights between its own forward passes
 
     def __init__(
         self,
