@@ -56,7 +56,9 @@ def test_pattern_checks(bike, tools):
         call(1, "find_customer", "c002", email="ben.okafor@example.com"),
         call(2, "search_products", "[]", query="helmet"),  # parallel with the next: fine
         call(2, "search_products", "[]", query="light"),
-        call(3, "place_order", "{}", customer_id="c002", items=[{"sku": "AC-HELM-M", "quantity": 1}]),
+        call(
+            3, "place_order", "{}", customer_id="c002", items=[{"sku": "AC-HELM-M", "quantity": 1}]
+        ),
     ]
     assert pattern_issues(clean, tools, task) == []
     repeated = clean + [call(4, "find_customer", "c002", email="ben.okafor@example.com")]
@@ -68,10 +70,16 @@ def test_pattern_checks(bike, tools):
     assert "'order_id' is a required property" in pattern_issues(missing, tools, task)[0]
     assert "unknown tool" in pattern_issues([call(1, "drop_table")], tools, task)[0]
     # two independent reads in separate turns could have been one turn...
-    serial = [call(1, "get_product", "{...}", sku="PT-CHAIN-11"), call(2, "get_product", "{}", sku="PT-TUBE-700")]
+    serial = [
+        call(1, "get_product", "{...}", sku="PT-CHAIN-11"),
+        call(2, "get_product", "{}", sku="PT-TUBE-700"),
+    ]
     assert any("could be parallel" in i for i in pattern_issues(serial, tools, task))
     # ... but a read that uses the previous output (the customer id) is a real dependency
-    dependent = [call(1, "find_customer", "c002", email="b@x"), call(2, "get_customer", "{}", customer_id="c002")]
+    dependent = [
+        call(1, "find_customer", "c002", email="b@x"),
+        call(2, "get_customer", "{}", customer_id="c002"),
+    ]
     assert pattern_issues(dependent, tools, task) == []
     no_tool = bike.task("bike-007")
     assert "needs none" in pattern_issues([call(1, "get_product", "", sku="x")], tools, no_tool)[0]
@@ -93,7 +101,9 @@ def test_combine_modes():
     assert combine({"state": 1, "outputs": 0.5, "patterns": 0}, lex) == combine(
         {"state": 1, "outputs": 0.5, "patterns": 1}, lex
     )
-    weighted = GraderConfig(combine="weighted", weights={"state": 0.5, "outputs": 0.5, "patterns": 0})
+    weighted = GraderConfig(
+        combine="weighted", weights={"state": 0.5, "outputs": 0.5, "patterns": 0}
+    )
     assert combine({"state": 1, "outputs": 0, "patterns": 1}, weighted) == 0.5
 
 
@@ -173,8 +183,14 @@ def _client(server, tmp_path):
     config = LLMConfig.from_dict(
         {
             "profiles": {
-                "local": {"base_url": server.base_url, "model": "m", "api_key": "k",
-                          "backoff_s": 0.01, "timeout_s": 10, "max_retries": 0}
+                "local": {
+                    "base_url": server.base_url,
+                    "model": "m",
+                    "api_key": "k",
+                    "backoff_s": 0.01,
+                    "timeout_s": 10,
+                    "max_retries": 0,
+                }
             },
             "roles": {"judge": "local", "user_sim": "local"},
         }
@@ -189,10 +205,20 @@ def test_llm_judge_and_llm_user(llm_server, tmp_path, bike):
         prompt = body["messages"][0]["content"]
         if prompt.startswith("You grade"):
             assert "get_product" not in prompt and "search_products" in prompt  # the transcript
-            return Reply(json.dumps({"subtasks": [
-                {"subtask": "look up tube stock", "done": True, "evidence": "searched"},
-                {"subtask": "tell the user the count", "done": False, "evidence": "said 14"},
-            ]}))
+            return Reply(
+                json.dumps(
+                    {
+                        "subtasks": [
+                            {"subtask": "look up tube stock", "done": True, "evidence": "searched"},
+                            {
+                                "subtask": "tell the user the count",
+                                "done": False,
+                                "evidence": "said 14",
+                            },
+                        ]
+                    }
+                )
+            )
         assert "Your goal" in prompt and task.instruction in prompt
         turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
         return Reply("How many 700x25c tubes do you have?" if turns == 0 else STOP)
@@ -205,7 +231,10 @@ def test_llm_judge_and_llm_user(llm_server, tmp_path, bike):
     spec.grader.weights = {"state": 1.0, "outputs": 1.0, "patterns": 0.0, "judge": 1.0}
     env = get_environment("tool", env=spec, user=LLMUser(client), llm=client)
     try:
-        traj = env.rollout(task, scripted_policy([tc("search_products", query="inner tube 700x25c"), "We have 40."]))
+        traj = env.rollout(
+            task,
+            scripted_policy([tc("search_products", query="inner tube 700x25c"), "We have 40."]),
+        )
         assert traj.messages[1]["content"] == "How many 700x25c tubes do you have?"
         reward = env.score(task, traj.final_response)
         assert "judge=0.50" in reward.detail and "tell the user the count" in reward.detail

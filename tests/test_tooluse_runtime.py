@@ -146,8 +146,12 @@ def test_sqlite_state_is_hashed_as_unordered_tables(tmp_path):
 def test_a_bad_environment_fails_with_a_clear_error(tmp_path):
     with pytest.raises(FormatError, match="env.yaml"):
         load_env(tmp_path)
-    save_env(ToolEnvSpec(name="broken"), tmp_path / "b", tools_source="import nonexistent_mod\n",
-             state={})
+    save_env(
+        ToolEnvSpec(name="broken"),
+        tmp_path / "b",
+        tools_source="import nonexistent_mod\n",
+        state={},
+    )
     with pytest.raises(RuntimeError, match="nonexistent_mod"):
         ToolRuntime(tmp_path / "b").start()
     (tmp_path / "t").mkdir()
@@ -228,8 +232,12 @@ def read_file(state, path: str) -> str:
 
 @pytest.fixture
 def hostile(tmp_path):
-    return save_env(ToolEnvSpec(name="hostile"), tmp_path / "hostile", tools_source=HOSTILE,
-                    state={"counter": 0})
+    return save_env(
+        ToolEnvSpec(name="hostile"),
+        tmp_path / "hostile",
+        tools_source=HOSTILE,
+        state={"counter": 0},
+    )
 
 
 @pytest.mark.slow

@@ -18,10 +18,12 @@ from rlclimb.environments.tooluse.batch import record_hashes, replay_all
 from rlclimb.environments.tooluse.format import load_env
 from rlclimb.environments.tooluse.tau_import import SHIM, find_domains, import_domain
 
-TOOL_HEADER = "import json\nfrom typing import Any, Dict\nfrom tau_bench.envs.tool import Tool\n\n\n"
+TOOL_HEADER = (
+    "import json\nfrom typing import Any, Dict\nfrom tau_bench.envs.tool import Tool\n\n\n"
+)
 
 TOOLS = {
-    "get_user_details.py": '''
+    "get_user_details.py": """
 class GetUserDetails(Tool):
     @staticmethod
     def invoke(data: Dict[str, Any], user_id: str) -> str:
@@ -36,8 +38,8 @@ class GetUserDetails(Tool):
                 "description": "Get the details of a user.",
                 "parameters": {"type": "object", "properties": {"user_id": {"type": "string"}},
                                "required": ["user_id"]}}}
-''',
-    "cancel_pending_order.py": '''
+""",
+    "cancel_pending_order.py": """
 class CancelPendingOrder(Tool):
     @staticmethod
     def invoke(data: Dict[str, Any], order_id: str, reason: str) -> str:
@@ -57,8 +59,8 @@ class CancelPendingOrder(Tool):
                 "description": "Cancel a pending order.",
                 "parameters": {"type": "object", "properties": {"order_id": {"type": "string"},
                                "reason": {"type": "string"}}, "required": ["order_id", "reason"]}}}
-''',
-    "transfer_to_human_agents.py": '''
+""",
+    "transfer_to_human_agents.py": """
 class TransferToHumanAgents(Tool):
     @staticmethod
     def invoke(data: Dict[str, Any], summary: str) -> str:
@@ -70,10 +72,10 @@ class TransferToHumanAgents(Tool):
                 "description": "Transfer the user to a human agent.",
                 "parameters": {"type": "object", "properties": {"summary": {"type": "string"}},
                                "required": ["summary"]}}}
-''',
+""",
 }
 
-TASKS = '''
+TASKS = """
 from tau_bench.types import Action, Task
 
 NOTE = "not a literal"
@@ -93,7 +95,7 @@ TASKS_TEST = [
     Task(annotator="0", user_id="u1", instruction="Say hi.",
          actions=[Action(name="respond", kwargs={"content": "hi"})], outputs=[]),
 ]
-'''
+"""
 
 DATA = {
     "users": {
@@ -159,7 +161,9 @@ def their_replay(domain_root: Path, shim_root: Path, actions):
         return data, outputs
     finally:
         del sys.path[:2]
-        for mod in [m for m in sys.modules if m == "tools" or m.startswith(("tools.", "tau_bench"))]:
+        for mod in [
+            m for m in sys.modules if m == "tools" or m.startswith(("tools.", "tau_bench"))
+        ]:
             del sys.modules[mod]
 
 
@@ -193,7 +197,7 @@ def test_replay_reproduces_the_source_state_and_outputs(imported):
     lines = [json.loads(x) for x in (tmp / "out" / "replay.jsonl").read_text().splitlines()]
     assert lines == rows and [r["task_index"] for r in rows] == [0, 1, 2, 4]
     assert all(r["matches_recorded"] for r in rows)
-    for task, row in zip(spec.tasks, rows):
+    for task, row in zip(spec.tasks, rows, strict=True):
         data, outputs = their_replay(src, tmp / "shim", task.actions)
         exported = json.loads((tmp / "out" / "states" / f"{task.id}.json").read_text())
         assert consistent_hash(to_hashable(exported)) == consistent_hash(to_hashable(data)), task.id

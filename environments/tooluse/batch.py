@@ -47,9 +47,7 @@ def replay_all(
                 row = {
                     "id": task.id,
                     **(
-                        {"task_index": task.meta["task_index"]}
-                        if "task_index" in task.meta
-                        else {}
+                        {"task_index": task.meta["task_index"]} if "task_index" in task.meta else {}
                     ),
                     "outputs": result.outputs,
                     "final_hash": result.final_hash,
@@ -78,7 +76,7 @@ def record_hashes(spec: ToolEnvSpec, backend: str | None = None) -> list[dict[st
     """Replay every task and store its final hash in tasks.jsonl (tasks whose replay failed
     keep none, and are returned with the error)."""
     rows = replay_all(spec, backend=backend)
-    for task, row in zip(spec.tasks, rows):
+    for task, row in zip(spec.tasks, rows, strict=True):
         task.final_hash = row["final_hash"] if not row["error"] else None
     save_env(spec, spec.root)
     return [r for r in rows if r["error"]]

@@ -54,7 +54,9 @@ def _progress(label: str):
 
 def import_env(
     format: Annotated[str, typer.Argument(help="source format: tau-bench")],
-    src: Annotated[Path, typer.Argument(help="a tau-bench v1 domain dir, or a dir holding several")],
+    src: Annotated[
+        Path, typer.Argument(help="a tau-bench v1 domain dir, or a dir holding several")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="environment dir to write")],
     no_hash: Annotated[
         bool, typer.Option("--no-hash", help="skip replaying gold actions to record final hashes")
@@ -89,10 +91,13 @@ def import_env(
         if not no_hash:
             failed = record_hashes(load_env(target), backend=backend)
             console.print(
-                f"  gold replays: {report.tasks - len(failed)}/{report.tasks} hashed", highlight=False
+                f"  gold replays: {report.tasks - len(failed)}/{report.tasks} hashed",
+                highlight=False,
             )
             for row in failed[:20]:
-                console.print(f"  replay failed {row['id']}: {escape(row['error'])}", highlight=False)
+                console.print(
+                    f"  replay failed {row['id']}: {escape(row['error'])}", highlight=False
+                )
 
 
 def replay_env(

@@ -236,7 +236,9 @@ class ToolUseEnvironment(Environment):
                     out = f"Error: {call.error}"
                 else:
                     out = ep.runtime.call(call.name, call.arguments)
-                    ep.log.append(f"tool call {call.name}({json.dumps(call.arguments)}) -> {out[:500]}")
+                    ep.log.append(
+                        f"tool call {call.name}({json.dumps(call.arguments)}) -> {out[:500]}"
+                    )
                     ep.calls.append(
                         {
                             "step": ep.step,
@@ -246,7 +248,10 @@ class ToolUseEnvironment(Environment):
                         }
                     )
                 if len(out) > OBSERVATION_CHARS:
-                    out = out[:OBSERVATION_CHARS] + f"\n[... {len(out) - OBSERVATION_CHARS} characters cut]"
+                    out = (
+                        out[:OBSERVATION_CHARS]
+                        + f"\n[... {len(out) - OBSERVATION_CHARS} characters cut]"
+                    )
                 observations.append(f"<tool_response>\n{out}\n</tool_response>")
             return Step("\n".join(observations), done=False)
         reply = action.strip()

@@ -169,7 +169,9 @@ def resolve_env(name_or_path: str | Path) -> Path:
     for root in [*roots, EXAMPLES]:
         if (root / str(name_or_path) / "env.yaml").is_file():
             return root / str(name_or_path)
-    raise FormatError(path, "no env.yaml here (not an environment directory), nor a known environment name")
+    raise FormatError(
+        path, "no env.yaml here (not an environment directory), nor a known environment name"
+    )
 
 
 def load_env(path: str | Path) -> ToolEnvSpec:

@@ -109,7 +109,7 @@ def pattern_issues(
     for c in calls:
         steps.setdefault(c.get("step", 0), []).append(c)
     order = sorted(steps)
-    for a, b in zip(order, order[1:]):
+    for a, b in zip(order, order[1:], strict=False):
         if b != a + 1 or len(steps[a]) != 1 or len(steps[b]) != 1:
             continue
         first, second = steps[a][0], steps[b][0]

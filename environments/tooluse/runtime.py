@@ -187,7 +187,9 @@ class ToolRuntime:
                     "-w", "/work", session.cid, "sh", "-c",
                     f"ulimit -S -t {cpu}; exec {' '.join(WORKER_CMD)}",
                 ]  # fmt: skip
-                env = {k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("DOCKER_")}
+                env = {
+                    k: v for k, v in os.environ.items() if k == "PATH" or k.startswith("DOCKER_")
+                }
                 cwd = None
             else:
                 argv, env = session.argv(WORKER_CMD, self.limits)

@@ -33,7 +33,8 @@ def _number(x: float) -> Any:
 
 def _match(path: tuple[str, ...], patterns: list[tuple[str, ...]]) -> bool:
     return any(
-        len(p) == len(path) and all(a == ALL or a == b for a, b in zip(p, path)) for p in patterns
+        len(p) == len(path) and all(a == ALL or a == b for a, b in zip(p, path, strict=True))
+        for p in patterns
     )
 
 

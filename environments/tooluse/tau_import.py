@@ -127,7 +127,7 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.List):
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}
     try:
         return ast.literal_eval(node)
     except ValueError:
@@ -139,8 +139,10 @@ def _literal(node: ast.AST) -> Any:
 def _assigned_list(path: Path, name: str) -> list[ast.AST] | None:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for stmt in tree.body:
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else (
-            [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else ([stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
         )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             if isinstance(stmt.value, ast.List):

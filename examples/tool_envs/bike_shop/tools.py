@@ -41,7 +41,9 @@ def get_customer(state, customer_id: str) -> dict | str:
 
 
 @tool(kind="read")
-def search_products(state, query: str = "", category: str = "", in_stock_only: bool = False) -> list:
+def search_products(
+    state, query: str = "", category: str = "", in_stock_only: bool = False
+) -> list:
     """Search the catalogue by words in the name and/or by category.
 
     Args:
@@ -88,7 +90,9 @@ def restock_product(state, sku: str, quantity: int) -> dict | str:
 
 
 @tool(kind="write")
-def place_order(state, customer_id: str, items: list[dict], use_store_credit: bool = False) -> dict | str:
+def place_order(
+    state, customer_id: str, items: list[dict], use_store_credit: bool = False
+) -> dict | str:
     """Place an order; stock is reserved at once. Store credit pays first when asked.
 
     Args:
@@ -175,7 +179,9 @@ def book_service(state, customer_id: str, service: str, date: str) -> dict | str
         return "Error: customer not found"
     if service not in SERVICE_PRICES:
         return f"Error: unknown service; offered: {', '.join(SERVICE_PRICES)}"
-    taken = sum(1 for s in state["services"].values() if s["date"] == date and s["status"] == "booked")
+    taken = sum(
+        1 for s in state["services"].values() if s["date"] == date and s["status"] == "booked"
+    )
     if taken >= state["workshop_slots_per_day"]:
         return "Error: the workshop is full that day"
     service_id = _next_id(state, "service", "s")
