@@ -30,8 +30,8 @@ from .smoke import smoke_test
 
 class BootstrapConfig(StageConfig):
     role: str = "generator"  # LLM role (or profile); without an llm: section, the embedded SmolLM2
-    min_tools: int = Field(4, ge=2)  # asked of the design
-    max_tools: int = Field(10, ge=2)
+    min_tools: int = Field(4, ge=2)  # fewest tools asked of the design
+    max_tools: int = Field(10, ge=2)  # most tools asked of the design
     seed_size: int = Field(3, ge=1)  # seed entities per collection, asked of the implementation
     critique_rounds: int = Field(1, ge=0, le=5)  # critique -> revise rounds before the smoke test
     repair_rounds: int = Field(2, ge=0, le=5)  # smoke-test failures fed back for a fix
@@ -61,11 +61,14 @@ class BootstrapEnv(Stage):
     async def _json(self, ctx: StageContext, text: str, model):
         return await ask_json(ctx, self.config.role, self.name, text, model, self.config.max_tokens)
 
-    async def _code(self, ctx: StageContext, text: str, data_required: bool) -> Implementation:
-        """A code reply, asked again once with the reason when it cannot be used."""
+    async def _code(self, ctx: StageContext, text: str, data_required: bool, draw: int = 0) -> Implementation:
+        """A code reply, asked again once with the reason when it cannot be used. `draw` varies
+        the seed per round: a round whose prompt equals the last one's is a new sample, not the
+        cached reply again."""
         llm = client(ctx)
+        seed = ctx.sample_seed * 1000 + draw
         messages = [{"role": "user", "content": text}]
-        first = await llm.complete(self.config.role, messages, tag=self.name, seed=ctx.sample_seed, **params(ctx, self.config.role, self.config.max_tokens))
+        first = await llm.complete(self.config.role, messages, tag=self.name, seed=seed, **params(ctx, self.config.role, self.config.max_tokens))
         try:
             return code_reply.parse_implementation(first.text, data_required)
         except ReplyError as e:
@@ -74,7 +77,7 @@ class BootstrapEnv(Stage):
             {"role": "assistant", "content": first.text},
             {"role": "user", "content": f"That reply cannot be used: {why}. Reply again, complete, in the fenced blocks asked for."},
         ]
-        second = await llm.complete(self.config.role, again, tag=self.name, seed=ctx.sample_seed, **params(ctx, self.config.role, self.config.max_tokens))
+        second = await llm.complete(self.config.role, again, tag=self.name, seed=seed, **params(ctx, self.config.role, self.config.max_tokens))
         return code_reply.parse_implementation(second.text, data_required)
 
     # ---- the stage ---------------------------------------------------------------------------
@@ -103,7 +106,7 @@ class BootstrapEnv(Stage):
             issues = "\n".join(f"- {x}" for x in critique.issues)
             try:
                 impl = await self._code(ctx, prompt("revise", source=impl.source, data=_data(impl), issues=issues, **base),
-                                        data_required=True)
+                                        data_required=True, draw=100 + round_)
             except ReplyError as e:  # the unrevised version goes on to the smoke test
                 report["critique"][-1]["revision"] = f"unusable, kept the previous version: {e}"
 
@@ -123,14 +126,14 @@ class BootstrapEnv(Stage):
             text = "\n".join(f"- {name}: {what}" for name, what in failures.items())
             try:
                 fixed = await self._code(ctx, prompt("repair", source=impl.source, data=_data(impl), failures=text),
-                                         data_required=False)
+                                         data_required=False, draw=200 + attempt)
             except ReplyError as e:
                 report["repairs"][-1]["fix"] = f"unusable: {e}"
                 continue
             impl = Implementation(fixed.source, fixed.state or impl.state, fixed.examples or impl.examples)
         if smoke.load_error:
             return Drop("tools_do_not_load", f"environment {record['name']}: after {len(report['repairs'])} repairs: {smoke.load_error[-600:]}")
-        for _ in range(2):  # cut what still fails; cutting may break a tool that used a cut one
+        for _ in range(len(bundle["tools"]) + 1):  # cut what fails; that may break a tool that used a cut one
             if smoke.ok:
                 break
             report["removed"].update(smoke.failures)

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
 PARAM_TYPES = ("string", "integer", "number", "boolean")
+# Python names for JSON types, as models often write them: read as meant, not sent back
+TYPE_ALIASES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "text": "string"}
 
 
 def _ident(value: str, what: str) -> str:
@@ -44,6 +46,7 @@ class ToolSpec(_Loose):
     @field_validator("parameters")
     @classmethod
     def _params(cls, v: dict[str, str]) -> dict[str, str]:
+        v = {name: TYPE_ALIASES.get(str(typ).lower(), str(typ).lower()) for name, typ in v.items()}
         for name, typ in v.items():
             _ident(name, "parameter")
             if typ not in PARAM_TYPES:

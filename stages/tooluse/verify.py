@@ -37,7 +37,7 @@ class VerifyConfig(StageConfig):
     embedding_backend: Backend = "minilm"  # stages/embedding.py backends
     check_outputs: bool = True  # expected outputs must appear in the gold calls' outputs
     backend: str | None = None  # sandbox for the replays (default: the runtime's choice)
-    call_timeout_s: float = Field(10.0, gt=0)
+    call_timeout_s: float = Field(10.0, gt=0)  # a gold call running longer is stopped (gold_failed)
 
 
 class VerifyTasks(Stage):
