@@ -40,7 +40,7 @@ from .config import GRPOConfig
 from .data import Item, split_eval
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
-from . import lora
+from . import distributed, lora
 from .packing import packed_batch, packed_logprobs, packed_plan
 from .writers import Writers
 from .async_rollout import AsyncRollouts
@@ -91,6 +91,8 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.model = model.to(self.device).eval()  # eval(): no dropout in RL updates either
         self.model = lora.wrap(self.model, cfg)  # [scale] LoRA adapters when lora_rank > 0
+        if distributed.active():  # [scale] FSDP2 learner (rl/distributed.py)
+            distributed.shard(self.model)
         self.tokenizer = tokenizer
         self.eos_ids = sorted({tokenizer.eos_token_id, *self._config_eos(model)})
         self.pad_id = (
@@ -297,13 +299,13 @@ class Trainer:
         old: dict[tuple[int, int], torch.Tensor] = {}
         with torch.no_grad():
             for m, micro in enumerate(plan[1:] if cfg.proximal else [], 1):
-                for j, (part, _) in enumerate(micro):
+                for j, (part, _) in enumerate(distributed.local(micro)):  # [scale] this rank's
                     old[m, j] = self.logprobs(self.batch([samples[i] for i in part]))
         stats, total_loss, norms = LossStats(), 0.0, []
         for m, micro in enumerate(plan):
             step_stats = LossStats()
             self.optimizer.zero_grad(set_to_none=True)
-            for j, (part, weights) in enumerate(micro):
+            for j, (part, weights) in enumerate(distributed.local(micro)):  # [scale]
                 batch = self.batch([samples[i] for i in part])
                 logp = self.logprobs(batch)
                 # proximal (default): pi_old is the learner's own; else the behavior log-probs
@@ -313,9 +315,10 @@ class Trainer:
                 step_stats.add(part_stats)
                 total_loss += float(loss.detach())
             norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-            norms.append(float(norm))
+            norms.append(distributed.as_float(norm))  # [scale] a DTensor under FSDP
             self.optimizer.step()
             self.policy_version += 1
+            distributed.reduce_stats(step_stats)  # [scale] summed over ranks: one k everywhere
             stats.add(step_stats)
             self.k = next_k(  # k moves once per gradient step
                 self.k,
@@ -324,7 +327,7 @@ class Trainer:
                 delta=cfg.k_delta,
                 k_max=cfg.k_max,
             )
-        return {"loss": total_loss, "grad_norm": max(norms), **stats.summary()}
+        return {"loss": distributed.total(total_loss), "grad_norm": max(norms), **stats.summary()}
 
     def batch(self, samples: list[Sample]) -> dict[str, Any]:
         """Model inputs and per-token tensors for some samples: prompts left-padded, completions

@@ -77,3 +77,36 @@ def make(tokenizer, out, seed=0, model=None, **overrides):
         out,
         environments={"math": CapitalEnv()},
     )
+
+
+def fsdp_worker(rank: int, world: int, port: int, out: str, overrides: dict) -> None:
+    """One rank of a gloo FSDP run (torch.multiprocessing.spawn target): trains, then rank 0
+    writes the metrics rows and the gathered full weights to OUT/result.pt."""
+    import os
+
+    import torch
+
+    os.environ.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
+    torch.set_num_threads(1)
+    from rlclimb.rl import distributed
+    from rlclimb.rl.models import model_dir
+
+    distributed.init()
+    try:
+        tok = load_tokenizer(model_dir("smollm2"))
+        trainer = make(tok, f"{out}/rank-{rank}", **overrides)
+        rows = trainer.train()
+        weights = distributed.full_state_dict(trainer.model)
+        if rank == 0:
+            torch.save({"rows": rows, "weights": weights}, f"{out}/result.pt")
+        distributed.barrier()
+    finally:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
