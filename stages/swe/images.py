@@ -175,9 +175,11 @@ def image_labels(tag: str) -> dict[str, str] | None:
 def build_image(context: Path, tag: str, key: str, log_path: Path, proxies: dict[str, str], network: str | None) -> str:
     """Build `context` (its Dockerfile) as `tag` unless an image with the same key exists.
     Returns "cached" or "built"; raises BuildError with the log tail."""
-    if (image_labels(tag) or {}).get(LABEL_KEY) == key:
-        return "cached"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    if (image_labels(tag) or {}).get(LABEL_KEY) == key:
+        with open(log_path, "a") as f:
+            f.write(f"# {tag}: reused (same inputs)\n{(context / 'Dockerfile').read_text()}\n")
+        return "cached"
     lines: list[str] = []
     t0 = time.monotonic()
     error = None
@@ -263,7 +265,9 @@ def build_requires(src: Path) -> list[str]:
 
 
 def env_dockerfile(base_tag: str, install_steps: list[str], requires: list[str], pin_date: str | None) -> str:
-    lines = [f"FROM {base_tag}"]
+    # the env source is a `git archive` (no .git): VCS-versioned projects (setuptools-scm,
+    # hatch-vcs) get a fixed version instead of failing to find one
+    lines = [f"FROM {base_tag}", "ENV SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0"]
     if pin_date:  # pip reads PIP_UPLOADED_PRIOR_TO like --uploaded-prior-to
         lines.append(f"ENV PIP_UPLOADED_PRIOR_TO={pin_date}")
     lines += [
