@@ -221,3 +221,54 @@ def test_cli_collect_only_ledgers_bad_lines(fx, tmp_path):
     res = subprocess.run([sys.executable, "-m", "rlclimb.pipelines.cli", "run", "qa-jsonl", "--input", str(prs),
                           "--repos", str(tmp_path), "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert res.returncode != 0 and "github-prs" in res.stderr
+
+
+def test_problem_quality_scores_and_rewrites_with_the_original_kept(fx, llm_server):
+    """The opt-in LLM stage against the scripted server: weak statements are rewritten (the
+    original kept), a rewrite that quotes the fix is refused, strong ones pass unchanged."""
+    import asyncio
+
+    from rlclimb.pipelines.llm import LLMClient, LLMConfig
+    from rlclimb.pipelines.scripted_server import Reply
+    from rlclimb.pipelines.stage import Keep, StageContext
+    from rlclimb.stages.swe.stages import ProblemQuality
+
+    rec = parse_pr(fx.records[0], "x", PYTHON.is_test_path).model_dump()
+    replies = {"weak": 2, "strong": 5}
+    rewrite = {"text": "div() should return the true quotient: div(7, 2) is 3.5, not 3."}
+
+    def model(body, n):
+        prompt = body["messages"][0]["content"]
+        if prompt.startswith("Rewrite"):
+            return Reply(json.dumps({"problem_statement": rewrite["text"]}))
+        score = replies["weak"] if "WEAK" in prompt else replies["strong"]
+        return Reply(json.dumps({"clarity": score, "test_alignment": 4, "leakage": 5, "feasibility": 4, "comment": ""}))
+
+    llm_server.script(model)
+    config = LLMConfig.from_dict({"profiles": {"p": {"base_url": llm_server.base_url, "model": "m", "api_key": "k"}},
+                                  "roles": {"judge": "p"}})
+    stage = ProblemQuality()
+    stage.check(config)
+
+    def run(r):
+        async def go():
+            client = LLMClient(config)
+            try:
+                return await stage.process(r, StageContext(llm=client))
+            finally:
+                await client.aclose()
+
+        return asyncio.run(go())
+
+    strong = run(rec)
+    assert isinstance(strong, Keep) and strong.record["problem_statement"] == rec["problem_statement"]
+    assert "problem_statement_original" not in strong.record
+    weak = run({**rec, "problem_statement": "WEAK: div is broken"})
+    assert weak.record["problem_statement"] == rewrite["text"]
+    assert weak.record["problem_statement_original"] == "WEAK: div is broken"
+    rewrite["text"] = "Change it to `return a / b` please"  # quotes the fix's added line
+    leaky = run({**rec, "problem_statement": "WEAK: div is broken"})
+    assert leaky.record["problem_statement"] == "WEAK: div is broken"
+    assert "rewrite_rejected" in leaky.record["quality"]
+    with pytest.raises(Exception, match="llm"):
+        ProblemQuality().check(None)

@@ -291,7 +291,7 @@ class ProblemQuality(Stage):
 def _leaks_fix(text: str, patch: str) -> bool:
     """True when a non-trivial added line of the code diff appears in the text verbatim."""
     added = [ln[1:].strip() for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    return any(len(a) >= 16 and a in text for a in added)
+    return any(len(a) >= 12 and a in text for a in added)
 
 
 # ---- export --------------------------------------------------------------------------------
