@@ -1,8 +1,10 @@
 """SWE runtime timings: episode start latency and grading time per instance.
 
     python benchmarks/swe_episode.py [--input RUN/swebench.jsonl] [--repeats 10]
+    python benchmarks/swe_episode.py --git-repo CLONE [--count 3] [--trials 3] [--repeats 3]
 
-Without --input it builds the test fixture instance (tests/helpers/swe_fixture_image.py: a tiny
+With --git-repo, instances come from the clone's latest merge commits that change code and tests
+(each verified first: `verify` over --trials, timed). Without either it builds the test fixture instance (tests/helpers/swe_fixture_image.py: a tiny
 pure-Python repo in an image FROM rlclimb/base:bookworm). Per instance it measures
   start      container from the instance image -> first tool output (`bash: git status`),
   first_edit a str_replace_editor view on top of that,
@@ -32,6 +34,74 @@ def _instances(path: str | None) -> list[dict]:
     fx = build_instance(Path(tempfile.mkdtemp(prefix="swe-bench-")))
     print(f"fixture image {fx.image} ready in {time.monotonic() - t0:.2f} s")
     return [fx.instance]
+
+
+def _from_git(repo: str, count: int) -> list[dict]:
+    """Instances from a local clone's latest merge commits that change code and tests (< 15
+    files): each base (first parent) exported into a one-commit repo and built into an image
+    like the fixture's (pytest copied from the host; the repo root on sys.path via pytest's
+    rootdir, so pure-Python projects need no install)."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from helpers.swe_fixture_image import _git, build_image
+
+    from rlclimb.environments.swe.lang import PYTHON
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", repo, *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    out = []
+    name = Path(repo).resolve().parent.name.replace("+", "/")
+    for merge in git("log", "--merges", "--first-parent", "--format=%H").split():
+        if len(out) >= count:
+            break
+        files = git("diff", "--name-only", f"{merge}^1", merge).split()
+        tests = [f for f in files if PYTHON.is_test_path(f)]
+        code = [f for f in files if f.endswith(".py") and f not in tests]
+        if not tests or not code or len(files) >= 15:
+            continue
+        patch = git("diff", f"{merge}^1", merge, "--", *[f for f in files if f not in tests])
+        test_patch = git("diff", f"{merge}^1", merge, "--", *tests)
+        work = Path(tempfile.mkdtemp(prefix="swe-bench-git-")) / "testbed"
+        work.mkdir()
+        subprocess.run(
+            f"git -C {repo} archive {merge}^1 | tar -x -C {work}", shell=True, check=True
+        )
+        _git(work, "init", "-q", "-b", "main")
+        _git(work, "add", "-A")
+        _git(work, "commit", "-q", "-m", "base")
+        t0 = time.monotonic()
+        image = build_image(work, "rlclimb-bench/swe-" + name.split("/")[-1])
+        print(f"{name} {merge[:10]}: image {image} in {time.monotonic() - t0:.1f} s")
+        out.append(
+            {
+                "instance_id": f"{name.replace('/', '__')}-{merge[:10]}",
+                "repo": name,
+                "base_commit": _git(work, "rev-parse", "HEAD").strip(),
+                "patch": patch,
+                "test_patch": test_patch,
+                "image": image,
+                "problem_statement": git("log", "-1", "--format=%B", merge),
+            }
+        )
+    return out
+
+
+def signal(instance: dict, trials: int) -> bool:
+    """reference_signal + verify timings; fills FAIL_TO_PASS / PASS_TO_PASS. False: no F2P."""
+    from rlclimb.environments.swe import grading
+
+    t0 = time.monotonic()
+    v = grading.verify(instance["image"], instance, trials=trials)
+    print(
+        f"  verify x{trials} ({2 * trials} runs): {time.monotonic() - t0:.1f} s -> ok={v.ok}: "
+        f"{v.reason}"
+    )
+    instance["FAIL_TO_PASS"], instance["PASS_TO_PASS"] = v.fail_to_pass, v.pass_to_pass
+    return v.ok
 
 
 def measure(instance: dict, repeats: int) -> dict[str, list[float]]:
@@ -71,9 +141,25 @@ def measure(instance: dict, repeats: int) -> dict[str, list[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--input", help="swebench.jsonl (default: the test fixture instance)")
+    ap.add_argument("--git-repo", help="a local clone: instances from its latest merge commits")
+    ap.add_argument("--count", type=int, default=3, help="with --git-repo: merges to try")
+    ap.add_argument("--trials", type=int, default=3, help="with --git-repo: verify trials")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument(
+        "--write", help="with --git-repo: write the verified instances (swebench.jsonl)"
+    )
     args = ap.parse_args()
-    for inst in _instances(args.input):
+    if args.git_repo:
+        instances = [i for i in _from_git(args.git_repo, args.count) if signal(i, args.trials)]
+        if args.write:
+            from rlclimb.environments.swe.grading import eval_script
+
+            with open(args.write, "w") as f:
+                for inst in instances:
+                    f.write(json.dumps({**inst, "eval_script": eval_script(inst)}) + "\n")
+    else:
+        instances = _instances(args.input)
+    for inst in instances:
         times = measure(inst, args.repeats)
         print(f"{inst['instance_id']} ({inst['image']}), {args.repeats} repeats:")
         for name, xs in times.items():
