@@ -72,7 +72,7 @@ def test_readme_cli_reference_names_every_command_and_option():
 EXAMPLE_CONFIGS = {  # examples/<config>: the pipeline it is for
     "qa_jsonl.yaml": "qa-jsonl", "stem_curate.yaml": "stem-curate", "textbook_pdf.yaml": "textbook-pdf",
     "qa_markdown.yaml": "qa-markdown", "code_problems.yaml": "code-problems", "stem_score.yaml": "stem-score",
-    "tool_envs.yaml": "tool-envs", "github_prs.yaml": "github-prs",
+    "tool_envs.yaml": "tool-envs", "github_prs.yaml": "github-prs", "swe_synth.yaml": "swe-synth",
 }
 
 

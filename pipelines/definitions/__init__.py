@@ -79,7 +79,7 @@ def _lazy(module: str) -> Callable[[list[str], dict[str, Any], int], Pipeline]:
 
 PIPELINES: dict[str, Callable[[list[str], dict[str, Any], int], Pipeline]] = {
     name: _lazy(name.replace("-", "_"))
-    for name in ("qa-jsonl", "stem-curate", "textbook-pdf", "qa-markdown", "code-problems", "stem-score", "github-prs")
+    for name in ("qa-jsonl", "stem-curate", "textbook-pdf", "qa-markdown", "code-problems", "stem-score", "github-prs", "swe-synth", "tool-envs")
 }
 
 
@@ -103,6 +103,8 @@ def catalog(pipeline: str) -> list[tuple[type[Stage], str]]:
     from .qa_jsonl import STAGES as QA_JSONL
     from .stem_curate import CURATE_STAGES
     from .stem_score import SCORE_STAGES
+    from .tool_envs import STAGES as TOOL_ENV_STAGES
+    from .swe_synth import STAGES as SWE_SYNTH
 
     def when(classes, condition: str = "") -> list[tuple[type[Stage], str]]:
         def notes(c):
@@ -122,6 +124,8 @@ def catalog(pipeline: str) -> list[tuple[type[Stage], str]]:
         "code-problems": when([ImportCode, ExactDedup, VerifyCode]),
         "stem-score": [(ImportQA, "JSONL input only"), *when(SCORE_STAGES)],
         "github-prs": when(GITHUB_PRS),
+        "swe-synth": when(SWE_SYNTH),
+        "tool-envs": when(TOOL_ENV_STAGES),
     }
     return table[pipeline]
 

@@ -53,7 +53,8 @@ for raw in files:
         continue
     with open(path, encoding="utf-8", errors="replace") as f:
         out[path] = f.read()
-sys.stdout.write(json.dumps(out))
+head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+sys.stdout.write(json.dumps({"head": head, "files": out}))
 """
 
 
@@ -61,6 +62,7 @@ sys.stdout.write(json.dumps(out))
 class Sources:
     code: dict[str, str]  # path -> text of non-test Python files
     tests: list[str]  # test files (the suite the synthetic task runs)
+    head: str  # the commit /testbed is at
 
 
 def read_sources(image: str, instance: dict) -> Sources:
@@ -74,11 +76,12 @@ def read_sources(image: str, instance: dict) -> Sources:
         session.close()
     if not r.ok:
         raise GradingError(f"cannot list the sources of {image}: {r.summary()} {r.stderr[-300:]}")
-    files = json.loads(r.stdout)
+    listing = json.loads(r.stdout)
+    files = listing["files"]
     tests = sorted(p for p in files if lang.is_test_path(p) and not p.endswith("conftest.py")
                    and p.rsplit("/", 1)[-1].startswith("test"))
     code = {p: t for p, t in files.items() if not lang.is_test_path(p) and not _is_tooling(p)}
-    return Sources(code, tests)
+    return Sources(code, tests, listing["head"])
 
 
 def _is_tooling(path: str) -> bool:
@@ -153,6 +156,8 @@ def baseline(image: str, instance: dict, trials: int) -> tuple[set[str], list[Te
     runs = [run_tests(image, instance, patch="") for _ in range(max(1, trials))]
     if runs[0].error or not runs[0].ran:
         raise GradingError(f"the clean suite gives no results: {runs[0].error or runs[0].setup_error}")
+    if not any(s == "passed" for s in runs[0].statuses.values()):
+        raise GradingError(f"no test passes on the clean code ({len(runs[0].statuses)} ran)")
     return {t for t, s in runs[0].statuses.items() if all(r.statuses.get(t) == "passed" for r in runs)}, runs
 
 

@@ -21,6 +21,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from rlclimb.environments.swe.grading import GradingError
 from rlclimb.pipelines.stage import Drop, Keep, Record, Stage, StageConfig, StageContext
 
 from .mutate import KINDS, candidates
@@ -99,6 +100,9 @@ class SynthCandidates(Stage):
         if unknown:
             return Drop("bad_config", f"unknown mutation kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
         sources = read_sources(record["image"], record)
+        if sources.head != record["base_commit"]:
+            return Drop("image_mismatch", f"{record['image']} holds {sources.head[:12]}, the instance says "
+                                          f"{record['base_commit'][:12]}: rebuild the github-prs run's images")
         if not sources.tests:
             return Drop("no_tests", f"{record['image']}: no test files in /testbed")
         chosen: dict[str, list] = defaultdict(list)
@@ -149,6 +153,7 @@ def _inverse(record: Record, bug: str) -> str:
     from .synth import _in_container
 
     ok, out = _in_container(record["image"], {"bug.diff": bug.encode()},
+                            "git update-index -q --refresh; "
                             f"git apply --index --whitespace=nowarn {HOST_DIR}/bug.diff && git diff --cached -R")
     return out if ok else ""
 
@@ -182,7 +187,10 @@ class SynthValidate(Stage):
         recipe = json.loads(record["recipe"])
         if recipe.get("path") and (why := import_error(record["image"], record["bug_patch"], recipe["path"])):
             return Drop("breaks_import", why)
-        passing = self._baseline(record)
+        try:
+            passing = self._baseline(record)
+        except GradingError as e:
+            return Drop("no_clean_suite", str(e))
         caught = catch(record["image"], suite_instance(record, record["test_files"]), record["bug_patch"],
                        passing, self.config.trials)
         if caught.reason:
@@ -203,7 +211,7 @@ class SynthBake(Stage):
     Config = BakeConfig
 
     def process(self, record: Record, ctx: StageContext) -> Record | Drop:
-        from rlclimb.environments.swe.grading import GradingError, eval_script, verify
+        from rlclimb.environments.swe.grading import eval_script, verify
 
         try:
             tag, head = bake(record, record["bug_patch"])
