@@ -188,7 +188,8 @@ def _check_swe(path: Path, index: int | None, id_: str | None) -> None:
     failed = 0
     for row in rows:
         name = str(row.get("instance_id") or row.get("id") or "?")
-        missing = [k for k in ("base_commit", "patch", "test_patch", "image") if not row.get(k)]
+        keys = ("base_commit", "patch", "test_patch", "image", "FAIL_TO_PASS")
+        missing = [k for k in keys if not row.get(k) or row.get(k) == "[]"]
         if missing:
             table.add_row(escape(name), "-", "-", "-", "-", "-", f"missing {', '.join(missing)}")
             failed += 1
@@ -234,7 +235,8 @@ def run_response(
             text = Path(response).read_text()
         except OSError as e:
             _fail(f"cannot read response {response}: {e.strerror}")
-    console.print(_table(f"{kind} task {task.id}", [("response", env.score(task, text))]))
+    name = task["instance_id"] if kind == "swe" else task.id
+    console.print(_table(f"{kind} task {name}", [("response", env.score(task, text))]))
     env.close()
 
 

@@ -286,4 +286,31 @@ def test_env_check_swe(fx, tmp_path):
         env={"COLUMNS": "200"},
     )
     assert r.exit_code == 1 and "WRONG" in r.output and "fixture__calc-1" not in r.output
+    # A line without its signal is reported, not graded as unresolvable.
+    unsignalled = tmp_path / "nosignal.jsonl"
+    unsignalled.write_text(json.dumps({**fx.instance, "FAIL_TO_PASS": []}) + "\n")
+    r = runner.invoke(
+        app, ["env", "check", "--kind", "swe", "--input", str(unsignalled)], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 1 and "missing FAIL_TO_PASS" in r.output
+    # env run: a response holding a diff is graded like a single-turn completion.
+    response = tmp_path / "response.md"
+    response.write_text(f"Fix:\n```diff\n{fx.instance['patch']}```\n")
+    r = runner.invoke(
+        app,
+        [
+            "env",
+            "run",
+            "--kind",
+            "swe",
+            "--input",
+            str(good),
+            "--id",
+            "fixture__calc-1",
+            "--response",
+            str(response),
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert r.exit_code == 0 and "1.000" in r.output, r.output
     assert F2P and P2P

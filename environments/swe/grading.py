@@ -284,6 +284,8 @@ def run_tests(
     does not apply comes back as `setup_error`, missing/garbled results as `error`."""
     limits = limits or SWE_LIMITS
     test_files = list(test_files) if test_files is not None else files_to_run(instance)
+    if not test_files:  # an empty list would run the whole suite
+        raise GradingError(f"{instance.get('instance_id', '?')}: no test files to run")
     reset = _reset_set(instance, test_files, reset_files)
     lang = language_of(instance)
     junit = f"/tmp/rlclimb-junit-{secrets.token_hex(8)}.xml"
