@@ -82,7 +82,7 @@ def run(args, mode: str, engine: str) -> dict:
             server = ModelServer(model(), tok, latency_s=args.latency).__enter__()
             cfg.update(engine="server", engine_options={
                 "base_url": server.base_url, "weights_dir": str(Path(tmp) / "weights"),
-                "concurrency": args.prompts})
+                "concurrency": args.prompts * (args.workers if mode == "async" else 1)})
         try:
             trainer = Trainer(GRPOConfig(**cfg), model(), tok, items, Path(tmp) / "run",
                               environments={"math": env()})
@@ -113,6 +113,10 @@ def run(args, mode: str, engine: str) -> dict:
         "staleness_max": max(r["staleness/max"] for r in counted),
         "dropped": counted[-1]["async/dropped"],
         "total_s": time.perf_counter() - start,
+        # per counted step, mean seconds: learning, weight push, waiting for rollouts
+        "learn_s": sum(r["time/learn"] for r in counted) / len(counted),
+        "push_s": sum(r["time/push"] for r in counted) / len(counted),
+        "idle_s": idle / len(counted),
     }
 
 
@@ -143,7 +147,8 @@ def main() -> None:
             results.append(r)
             print(f"{r['engine']:7s} {r['mode']:26s} {r['samples_per_s']:7.2f} samples/s  "
                   f"idle {100 * r['learner_idle_fraction']:5.1f}%  staleness<= {r['staleness_max']}  "
-                  f"dropped {r['dropped']}  ({r['steps']} steps in {r['wall_s']:.1f} s)", flush=True)
+                  f"dropped {r['dropped']}  ({r['steps']} steps in {r['wall_s']:.1f} s; per step learn "
+                  f"{r['learn_s']:.2f} s, push {r['push_s']:.2f} s, idle {r['idle_s']:.2f} s)", flush=True)
     if args.json:
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "results": results}, indent=1))
     sys.exit(0)

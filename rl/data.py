@@ -18,7 +18,7 @@ from typing import Any
 
 from rlclimb.pipelines.publish.mix import MixError, read_dataset, select_rows, typed_records
 from rlclimb.schemas.io import load_yaml
-from rlclimb.schemas.records import CodeProblem, MixSource, MixSpec, QAItem
+from rlclimb.schemas.records import MixSource, MixSpec
 
 DataError = MixError  # one error for unreadable mixes, from `rlclimb mix` and `rlclimb train`
 

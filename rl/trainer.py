@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 import shutil
 import sys
 import time
 import warnings
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,16 +36,16 @@ from rlclimb.environments.base import Environment, get_environment
 from rlclimb.environments.rewards import compose
 from rlclimb.schemas.records import Rollout
 
+from .async_rollout import AsyncRollouts
 from .config import GRPOConfig
 from .data import Item, split_eval
+from .engines import make_engine
+from .episodes import run_episodes
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
 from . import distributed, lora
 from .packing import packed_batch, packed_logprobs, packed_plan
 from .writers import Writers
-from .async_rollout import AsyncRollouts
-from .engines import make_engine
-from .episodes import episode_tools, run_episodes
 from .rollout import Sample, body
 from .sampler import Group, PromptSampler, sample_groups
 

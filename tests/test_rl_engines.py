@@ -159,3 +159,43 @@ def test_vllm_engine_says_how_to_get_it(tokenizer):
 def test_engine_options_survive_the_config_file(tmp_path):
     cfg = config(engine="server", engine_options={"base_url": "http://127.0.0.1:1/v1"})
     assert json.loads(cfg.model_dump_json())["engine_options"]["base_url"].endswith("/v1")
+
+
+def test_train_command_with_the_server_engine_and_async(tokenizer, tmp_path, monkeypatch):
+    """`rlclimb train --engine server --server-url --weights-dir --async-eta`: the CLI path, one
+    real HTTP server, two steps; without --server-url it says what is missing."""
+    from typer.testing import CliRunner
+
+    from rlclimb.pipelines.cli import app
+
+    monkeypatch.setenv("RLCLIMB_TORCH_THREADS", "1")
+    threads = torch.get_num_threads()
+    model = tmp_path / "tiny"
+    tiny(tokenizer).save_pretrained(model)
+    tokenizer.save_pretrained(model)
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"question": f"What is {i} + 1?", "answer": str(i + 1)}) + "\n"
+                            for i in range(6)))
+    fast = ["--set", "max_new_tokens=3", "--set", "max_new_tokens_cap=3", "--set", "prompts_per_step=1",
+            "--set", "group_size=2", "--set", "early_group_size=0", "--set", "pass_range=[0,1]",
+            "--set", "eval_items=0", "--set", "checkpoint_every=0", "--set", "top_p=1.0", "-q"]
+    runner = CliRunner()
+    try:
+        missing = runner.invoke(app, ["train", str(data), "-m", str(model), "-o", str(tmp_path / "a"),
+                                      "--engine", "server", *fast])
+        assert missing.exit_code != 0 and "needs --server-url" in missing.output
+        with ModelServer(tiny(tokenizer), tokenizer) as server:
+            result = runner.invoke(app, [
+                "train", str(data), "-m", str(model), "-o", str(tmp_path / "run"), "--steps", "2",
+                "--engine", "server", "--server-url", server.base_url,
+                "--weights-dir", str(tmp_path / "weights"), "--async-eta", "1", *fast])
+            loaded, url = list(server.loaded), server.base_url
+    finally:
+        torch.set_num_threads(threads)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2] and all(r["staleness/max"] <= 1 for r in rows)
+    assert len(loaded) == 2
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["grpo"]
+    assert saved["engine"] == "server" and saved["async_eta"] == 1
+    assert saved["engine_options"]["base_url"] == url

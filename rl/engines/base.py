@@ -78,7 +78,7 @@ class Engine(ABC):
                 self._busy -= 1
                 self._cond.notify_all()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (most engines hold nothing to close)
         pass
 
 
