@@ -272,3 +272,20 @@ def test_problem_quality_scores_and_rewrites_with_the_original_kept(fx, llm_serv
     assert "rewrite_rejected" in leaky.record["quality"]
     with pytest.raises(Exception, match="llm"):
         ProblemQuality().check(None)
+
+
+@pytest.mark.slow
+def test_cli_from_git_history(fx, tmp_path):
+    """--from-git-history mines the clone (no --input); the funnel matches the fixture's PRs."""
+    off = [a for s in ("swe_build", "swe_grade", "swe_verify", "swe_export") for a in ("--set", f"{s}.enabled=false")]
+    out = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "rlclimb.pipelines.cli", "run", "github-prs", "--from-git-history", str(fx.repo),
+         "--out", str(out), "-q", "--set", "swe_import.history_limit=50", *off],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    stats = {s["name"]: s for s in json.loads((out / "stats.json").read_text())["stages"]}
+    assert stats["swe_import"]["in"] == 6
+    assert stats["swe_collect"]["dropped"] == {"no_test_changes": 1, "too_many_files": 1}
+    assert stats["swe_collect"]["out"] == 4
