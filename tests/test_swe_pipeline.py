@@ -79,6 +79,10 @@ def test_github_prs_end_to_end(fx):
         assert inst["base_commit"] == next(r["base_commit"] for r in fx.records if r["instance_id"] == iid)
         assert "git apply" in inst["eval_script"] and "pytest" in inst["eval_script"]
         assert "tests/" not in inst["patch"] and inst["test_patch"].startswith("diff --git a/tests/")
+    tests = json.loads((run / "swe_tests.json").read_text())
+    assert tests["instances"] == len(kept)
+    assert tests["fail_to_pass"] == sum(len(x["FAIL_TO_PASS"]) for x in lines)
+    assert set(tests["flaky"]) <= {"fixture__minicalc-4"}  # only #4 has a flaky test
     # P2P that is stable must survive: #1's four and #5's one
     assert set(by_id["fixture__minicalc-1"]["PASS_TO_PASS"]) == fx.pass_to_pass["fixture__minicalc-1"]
     # the task records in data/ carry the build facts

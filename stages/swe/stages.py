@@ -322,14 +322,23 @@ class ExportSwebench(Stage):
 
         dest = Path(ctx.run_dir or ".") / self.config.path
         tmp = dest.with_name(dest.name + ".partial")
+        tests = {"instances": 0, "fail_to_pass": 0, "pass_to_pass": 0, "flaky_dropped": 0, "flaky": {}}
         with open(tmp, "w") as f:
             for rec in records:
                 rec = {**rec, "test_files": rec.get("test_files") or files_to_run(rec)}
                 rec["eval_script"] = eval_script(rec)
                 line = SweInstance.model_validate(rec).model_dump()
                 f.write(json.dumps({k: line.get(k) for k in SWEBENCH_KEYS if line.get(k) is not None}) + "\n")
+                tests["instances"] += 1
+                tests["fail_to_pass"] += len(rec["FAIL_TO_PASS"])
+                tests["pass_to_pass"] += len(rec["PASS_TO_PASS"])
+                if rec.get("flaky_tests"):
+                    tests["flaky_dropped"] += len(rec["flaky_tests"])
+                    tests["flaky"][rec["instance_id"]] = list(rec["flaky_tests"])
                 yield rec
         os.replace(tmp, dest)
+        # the test-level part of the funnel (the engine's stats count instances)
+        (dest.parent / "swe_tests.json").write_text(json.dumps(tests, indent=1))
 
 
 STAGES = [ImportPR, CollectPRs, BuildImage, GradeSignal, VerifyInstance, ProblemQuality, ExportSwebench]
