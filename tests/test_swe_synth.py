@@ -123,7 +123,7 @@ def test_three_kinds_and_a_revert_become_tasks(synth):
         assert t["synthetic"] is True and t["test_patch"] == "" and t["FAIL_TO_PASS"]
         assert set(t["FAIL_TO_PASS"]).isdisjoint(t["PASS_TO_PASS"])
         assert t["image"].startswith("rlclimb/swe-synth-") and t["source_instance"] == "fixture__geom-2"
-        assert "fail" in t["problem_statement"] and "```" in t["problem_statement"]
+        assert "```\nassert" in t["problem_statement"] or "Error" in t["problem_statement"], t["problem_statement"]
     revert = next(t for t in tasks if t["recipe"]["kind"] == "revert")
     assert revert["FAIL_TO_PASS"] == ["tests/test_ops.py::test_area"]
     assert "w * h" in revert["patch"] and revert["recipe"]["reverts"] == "fixture__geom-1"

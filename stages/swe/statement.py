@@ -23,10 +23,10 @@ def failure_lines(log: str, limit: int = MAX_LINES) -> list[str]:
     return seen
 
 
-def template_statement(failing: list[str], log: str, leak: list[str] = ()) -> str:
-    """Issue text a maintainer would file from a red CI run: which tests fail and how. Lines that
-    contain a `leak` snippet (the code of the fix) are left out."""
-    lines = [x for x in failure_lines(log) if not any(s and s in x for s in leak)]
+def template_statement(failing: list[str], lines: list[str], leak: list[str] = ()) -> str:
+    """Issue text a maintainer would file from a red CI run: which tests fail and how (`lines`:
+    `failure_lines` of the run). Lines that contain a `leak` snippet (changed code) are left out."""
+    lines = [x for x in lines if not any(s and s in x for s in leak)]
     tests = "\n".join(f"- `{t}`" for t in failing[:MAX_TESTS])
     more = f"\n- ... and {len(failing) - MAX_TESTS} more" if len(failing) > MAX_TESTS else ""
     quoted = "\n".join(lines) or "(the tests fail without an assertion message)"
@@ -51,8 +51,8 @@ pytest output (assertion lines):
 """
 
 
-def llm_prompt(failing: list[str], log: str) -> str:
-    return PROMPT.format(tests="\n".join(failing[:MAX_TESTS]), lines="\n".join(failure_lines(log)) or "(none)")
+def llm_prompt(failing: list[str], lines: list[str]) -> str:
+    return PROMPT.format(tests="\n".join(failing[:MAX_TESTS]), lines="\n".join(lines) or "(none)")
 
 
 def leaks(statement: str, snippets: list[str], paths: list[str] = ()) -> str | None:

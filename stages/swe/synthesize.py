@@ -197,7 +197,7 @@ class SynthValidate(Stage):
             reason, _, detail = caught.reason.partition(": ")
             return Drop(reason, detail)
         return {**record, "FAIL_TO_PASS": caught.fail_to_pass, "PASS_TO_PASS": caught.pass_to_pass,
-                "failure": "\n".join(failure_lines(caught.log))}
+                "failure": failure_lines(caught.log)}
 
 
 class BakeConfig(StageConfig):
@@ -248,11 +248,12 @@ class SynthStatement(Stage):
         recipe = json.loads(record["recipe"])
         snippets = [s for s in (recipe.get("before"), recipe.get("after")) if s]
         failing = record["FAIL_TO_PASS"]
-        text = template_statement(failing, record.get("failure") or "", snippets)
+        lines = list(record.get("failure") or [])
+        text = template_statement(failing, lines, snippets)
         how, model = "template", None
         if self.config.llm_role and ctx.llm is not None:
             reply = await ctx.llm.complete(self.config.llm_role, [
-                {"role": "user", "content": llm_prompt(failing, record.get("failure") or "")}],
+                {"role": "user", "content": llm_prompt(failing, lines)}],
                 tag=self.name, max_tokens=600)
             why = leaks(reply.text, snippets, [recipe.get("path", "")])
             if reply.text.strip() and not why:
