@@ -140,3 +140,40 @@ def test_llm_picks_among_ambiguous_candidates_and_verifies_pairs(tmp_path, llm_s
     drops = pq.read_table(tmp_path / "run2" / "ledger").to_pylist()
     assert [(d["reason"], json.loads(d["record"])["text"]) for d in drops] == [("llm_rejected_pair", "Rome")]
     assert calls == {"pick": 4, "verify": 2}  # a new run directory: a new request cache
+
+
+def test_fallback_sends_only_zone_pages_without_items_to_the_llm(tmp_path, llm_server):
+    """Issue 15: an exercise page in a layout the rules do not read ("Q-A", "Q-B" labels) is
+    ledgered as such on embedded defaults; with extract.method=fallback it alone goes to the
+    model, whose spans must be verbatim; the pages the rules read cost no call; a resumed run
+    repeats no call."""
+    pages = [["Exercises 1.1", "1. Compute 2 + 3 and write the sum in words.", "2. Compute 4 + 5 and write the sum in words."],
+             ["Review Exercises", "Q-A Compute 12 + 30 for the pump in the tank.",
+              "Q-B Compute 7 + 6 for the cyclist on the road."]]
+    pdf = make_text_pdf(tmp_path / "book.pdf", pages)
+    run_pipeline(build([str(pdf)], {}), tmp_path / "plain", RunOptions(progress=False))
+    assert len(rows_of(tmp_path / "plain")) == 2
+    ledger = [r for f in sorted((tmp_path / "plain" / "ledger").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+    assert [r["reason"] for r in ledger if r["stage"] == "structure"] == ["zone_page_without_items"]
+    blocks = []
+
+    def marker(body, n):
+        block = user_text(body).split("BLOCK:\n", 1)[1]
+        blocks.append(block)
+        items = [{"number": m.group(1), "question": m.group(2), "answer": None}
+                 for m in re.finditer(r"Q-([AB]) (.+?\.)(?= Q-|\s*$)", block, re.S)]
+        items.append({"number": "C", "question": "Compute 1 + 1 for the robot.", "answer": "2"})  # invented
+        return Reply(json.dumps({"items": items}))
+
+    llm_server.script(marker)
+    opts = RunOptions(progress=False, llm=LLMConfig.from_dict(llm_config(llm_server)))
+    run_pipeline(build([str(pdf)], {"extract": {"method": "fallback"}}), tmp_path / "run", opts)
+    rows = rows_of(tmp_path / "run")
+    assert len(blocks) == 1 and "Q-A" in blocks[0] and "Exercises 1.1" not in blocks[0]
+    by_method = {json.loads(r["meta"])["extract_method"]: [] for r in rows}
+    for r in rows:
+        by_method[json.loads(r["meta"])["extract_method"]].append(r["question"])
+    assert by_method["structure"] == ["Compute 2 + 3 and write the sum in words.", "Compute 4 + 5 and write the sum in words."]
+    assert sorted(by_method["llm"]) == ["Compute 12 + 30 for the pump in the tank.", "Compute 7 + 6 for the cyclist on the road."]
+    run_pipeline(build([str(pdf)], {"extract": {"method": "fallback"}}), tmp_path / "run", opts)
+    assert len(blocks) == 1  # resumed: no call repeated

@@ -5,7 +5,8 @@
 - parse: text layer with layout, per-page quality check, Tesseract OCR for empty or garbled pages
   (`parse.ocr: vlm` adds the `ocr_vlm` stage: a vision-language model through the LLM client);
 - structure: headers/footers stripped, hierarchy, exercise / answer-key zones, shared instructions;
-- extract: question and answer spans (`extract.method: structure | llm | both`);
+- extract: question and answer spans (`extract.method: structure | llm | both | fallback`; fallback:
+  the LLM only for exercise / answer-zone pages where the rules recognized no item);
 - pair: answers matched to questions by numbering, embeddings, optionally an LLM.
 With `--set curate=true` the items then go through normalize -> validate (unanswered questions
 are ledgered there as `empty_answer`) -> exact and MinHash dedup -> the stem-curate stages.
@@ -30,15 +31,18 @@ from . import ConfigError, configure, name_documents
 def document_stages(sections: dict[str, Any]) -> list[type]:
     """structure -> extract -> pair, with the extract implementation the config asks for."""
     method = (sections.get("extract") or {}).get("method", "structure")
-    return [StructureDocument, ExtractLLM if method in ("llm", "both") else ExtractQA, PairQA]
+    return [StructureDocument, ExtractLLM if method in ("llm", "both", "fallback") else ExtractQA, PairQA]
 
 
 def with_text_units(sections: dict[str, Any]) -> dict[str, Any]:
     """LLM extraction also reads running text: let the structure stage emit it (unless set)."""
     method = (sections.get("extract") or {}).get("method", "structure")
-    if method in ("llm", "both"):
+    if method in ("llm", "both", "fallback"):
         structure = dict(sections.get("structure") or {})
-        structure.setdefault("emit_text", True)
+        if method == "fallback":  # only the zone pages the rules could not read
+            structure.setdefault("emit_zone_text", True)
+        else:
+            structure.setdefault("emit_text", True)
         sections = {**sections, "structure": structure}
     return sections
 

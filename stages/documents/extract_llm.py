@@ -84,6 +84,8 @@ class ExtractLLM(Stage):
         kind = record["kind"]
         if kind not in _WHAT or (c.method == "both" and kind == "answer"):
             return structural
+        if c.method == "fallback" and not (kind == "text" and record.get("zone") in ("exercises", "answers")):
+            return structural  # the rules read this unit: no call
         context = f"section {record.get('section') or '?'} ({record.get('section_title') or 'untitled'})"
         if record.get("instruction"):
             context += f"; instruction for these items: {record['instruction']}"
@@ -96,7 +98,7 @@ class ExtractLLM(Stage):
             if m.answer and not verbatim(m.answer, record["text"]):
                 m.answer = None
         invented = len(marked.items) - len(items)
-        if c.method == "both":
+        if c.method in ("both", "fallback"):
             spans = _agree(structural, items) if isinstance(structural, list) else structural
             if kind == "text":
                 spans = [*(spans if isinstance(spans, list) else []), *self._spans(record, items, "llm")]

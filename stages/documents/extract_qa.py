@@ -80,8 +80,9 @@ def _marker_in_line(line: str) -> int | None:
 class ExtractConfig(StageConfig):
     # "structure": numbering and markers only; "llm": an LLM marks question and answer spans in
     # each structured unit; "both": structural spans, checked by the LLM, plus LLM spans found in
-    # running text the structure has no item for (see extract_llm)
-    method: Literal["structure", "llm", "both"] = "structure"
+    # running text the structure has no item for (see extract_llm); "fallback": structural spans,
+    # and the LLM only for the exercise / answer-zone pages where the rules recognized no item
+    method: Literal["structure", "llm", "both", "fallback"] = "structure"
     llm_role: str = "extractor"
     prepend_instruction: bool = True  # question = shared instruction + item text
     examples: bool = True  # worked examples with a solution become QA

@@ -38,13 +38,28 @@ def glyph_pattern(glyphs: GlyphMap) -> re.Pattern:
 
 
 def wants_spans(blocks: list[dict], pattern: re.Pattern) -> bool:
-    """Some line of the page may hold scripts or glyphs to rename: worth the span-level pass."""
+    """Some line of the page may hold scripts or glyphs to rename: worth the span-level pass.
+    A superscript lifts its line's top above the baseline (a subscript its bottom below it)
+    further than a plain line in the same font reaches (compared per font, in units of its
+    size: a heading's size alone does not count)."""
+    reach: dict[str, tuple[Counter, Counter]] = {}
     for b in blocks:
         for ln in b["lines"]:
-            text = ln["text"]
-            if ln["bbox"]["h"] > 1.25 * ln["font"]["size"] + 1 and len(text) > 1:
+            if pattern.search(ln["text"]):
                 return True
-            if pattern.search(text):
+            size, bb = ln["font"]["size"] or 1.0, ln["bbox"]
+            up, down = reach.setdefault(ln["font"]["name"], (Counter(), Counter()))
+            up[round((ln["y"] - bb["y"]) / size, 1)] += 1
+            down[round((bb["y"] + bb["h"] - ln["y"]) / size, 1)] += 1
+    # MuPDF's line box comes from the font's ascender and descender, whatever the glyphs: the
+    # least reach in a font on the page is that font's plain line
+    usual = {name: (min(up), min(down)) for name, (up, down) in reach.items()}
+    for b in blocks:
+        for ln in b["lines"]:
+            size, bb = ln["font"]["size"] or 1.0, ln["bbox"]
+            up, down = usual[ln["font"]["name"]]
+            if len(ln["text"]) > 1 and ((ln["y"] - bb["y"]) / size > up + 0.25
+                                        or (bb["y"] + bb["h"] - ln["y"]) / size > down + 0.15):
                 return True
     return False
 

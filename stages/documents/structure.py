@@ -100,6 +100,9 @@ class StructureConfig(StageConfig):
     min_page_chars: int = 20  # fewer: a blank page
     drop_non_stem: bool = True  # drop prose-only pages outside exercises and answer keys
     emit_text: bool = False  # also emit running text as "text" units (for LLM extraction)
+    # an exercise / answer-zone page where no item label was recognized becomes a "text" unit
+    # (for extract.method=fallback) instead of a `zone_page_without_items` drop
+    emit_zone_text: bool = False
     text_chunk_chars: int = 3000
     answer_documents: list[str] = []  # glob patterns (file names) of answer books
 
@@ -203,10 +206,18 @@ class DocumentBuilder:
         if self.page_units == 0 and not self.page_continued and len(self.text_lines) == text_before and not any(
                 u["source"]["page"] == number for u in self.out):
             # every page ends as units or as a ledgered drop: this one gave nothing to any item
+            if self.zone in ("exercises", "answers") and self.config.emit_zone_text and lines:
+                first = lines[0]
+                u = {"page": number, "last_page": number, "line": first.get("line"),
+                     "span": f"{first['x0']:.0f},{first['y0']:.0f},{first['x1']:.0f},{first['y1']:.0f}",
+                     "backends": {page.get("backend", "text")}, "quality": page.get("quality", 1.0)}
+                self._emit("text", join_lines(texts), u, path=list(self.path))
+                yield from self._take()  # the LLM fallback reads it (extract.method=fallback)
+                return
             if self.zone in ("exercises", "answers"):
                 reason, why = "zone_page_without_items", (
                     f"{where}: in an {self.zone} zone but no item label was recognized "
-                    "(a layout the rules do not read: try extract.method=both with an LLM)")
+                    "(a layout the rules do not read: try extract.method=fallback with an LLM)")
             else:
                 reason, why = "no_items", f"{where}: running text ({self.zone}) with no exercise, example or answer"
             yield page, Drop(reason, why)
