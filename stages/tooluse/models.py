@@ -88,7 +88,7 @@ class TaskDraft(_Loose):
 
     instruction: str = Field(min_length=8)
     actions: list[Action] = Field(min_length=1)
-    outputs: list[str] = Field(default_factory=list)  # what the reply to the user must contain
+    outputs: list[str | int | float] = Field(default_factory=list)  # what the reply to the user must contain (numbers as text)
     new_entities: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)  # collection -> id -> entity
 
 
@@ -96,4 +96,4 @@ class NoToolDraft(_Loose):
     """A request the assistant answers from the policy or common knowledge, without a tool."""
 
     instruction: str = Field(min_length=8)
-    outputs: list[str] = Field(default_factory=list)
+    outputs: list[str | int | float] = Field(default_factory=list)
