@@ -99,6 +99,8 @@ def run(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="override a config key: stage.key=value")] = [],  # noqa: B006
     engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="ray: the cluster to join (default: RAY_ADDRESS, else a local Ray)")] = None,
     workers: Annotated[int | None, typer.Option(help="processes (local) / CPUs (ray) for CPU-bound stages")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")] = False,
     limit: Annotated[int | None, typer.Option(
@@ -167,6 +169,7 @@ def run(
     options = RunOptions(
         engine=engine,
         workers=workers or int(cfg.get("workers", 1)),
+        ray_address=ray_address,
         progress=not quiet,  # bars on a terminal, periodic log lines otherwise
         seed=int(cfg.get("seed", 0)),
         llm=llm,

@@ -106,6 +106,11 @@ class Stage:
     cache: ClassVar[bool] = False
     # Records in flight at once for async stages.
     concurrency: ClassVar[int] = 16
+    # What one process running the stage needs: {"num_cpus": 2, "num_gpus": 1, "memory": bytes}.
+    # The ray executor sizes its actors with it; the local one runs fewer worker processes when
+    # a stage needs more than one CPU, and a GPU stage in one process. Default: one CPU (a
+    # quarter for async stages on Ray).
+    resources: ClassVar[dict[str, float]] = {}
     # Pydantic model of the records this stage emits, when it changes the record kind.
     output_model: ClassVar[type[BaseModel] | None] = None
     # Pipelines leave a stage out when its config section says `enabled: false` (the default

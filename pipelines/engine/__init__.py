@@ -40,7 +40,12 @@ def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None
     with run.lock():
         clean_tmp(run)  # spill files a killed run left behind
         run.write_config(pipeline, options)
-        executor = LocalExecutor(pipeline, run, options)
+        if options.engine == "ray":
+            from .ray_data import RayExecutor
+
+            executor = RayExecutor(pipeline, run, options)
+        else:
+            executor = LocalExecutor(pipeline, run, options)
         if options.retry_transient:
             reopen_transient(run, executor.segments)
         return executor.execute()

@@ -1,4 +1,4 @@
-"""Executors: the local one (shards in-process or in worker processes) and Ray tasks behind the same pool interface."""
+"""The local executor: shards in-process or in worker processes (ray_data.py builds the Ray one on it)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rlclimb.schemas.io import to_rows
 from ..bookkeeping import READ_STAGE, StageStats, ledger_row
 from ..kvstore import KVStore
 from ..progress import Progress
-from ..readers import InputError, Rejected, parquet_shards
+from ..readers import Rejected, parquet_shards
 from ..rundir import RunDir
 from ..stage import Record, StageContext, setup_stages
 from .commit import commit_shard, publish_reports, read_parts, write_json
@@ -27,35 +27,7 @@ from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .shard import ShardRunner
 
 
-class RayPool:
-    """Ray tasks behind the `submit` interface of a process pool: the same shard function and
-    commit protocol, so both executors give the same records (the run dir must be shared storage)."""
-
-    def __init__(self, workers: int):
-        try:
-            import ray
-        except ImportError:
-            raise InputError("the ray engine needs Ray: pip install 'rlclimb[ray]'") from None
-        self._started = not ray.is_initialized()
-        if self._started:  # a local instance; connect to a cluster by starting Ray first (RAY_ADDRESS)
-            ray.init(num_cpus=max(workers, 1), include_dashboard=False, log_to_driver=False)
-        self._ray = ray
-        self._fn = ray.remote(_worker_shard)
-
-    def submit(self, fn, *args) -> cf.Future:
-        return self._fn.remote(*args).future()
-
-    def __enter__(self) -> RayPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._started:
-            self._ray.shutdown()
-
-
-def _pool(engine: str, workers: int):
-    if engine == "ray":
-        return RayPool(workers)
+def _pool(workers: int) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
@@ -85,6 +57,19 @@ def _worker_shard(seg: Segment, ctx: StageContext, cache_path: str | None, seg_d
     rows, ledger, stats = runner.run(items)
     commit_shard(Path(seg_dir), i, rows, ledger, stats, seg)
     return {"rows": len(rows), "drops": len(ledger), "seen": len(items)}
+
+
+def local_workers(seg: Segment, workers: int) -> int:
+    """Worker processes for a segment: async segments run in-process (one event loop); the
+    stages' declared resources cap the rest (CPUs per process; a GPU stage runs in one)."""
+    if seg.is_async:
+        return 1
+    need = max([float((s.resources or {}).get("num_cpus", 1)) for s in seg.stages] + [1.0])
+    if any(float((s.resources or {}).get("num_gpus", 0)) > 0 for s in seg.stages):
+        return 1
+    if need <= 1:  # as many as asked (the default need)
+        return max(workers, 1)
+    return max(1, min(workers, int((os.cpu_count() or 1) // need)))
 
 
 # ---- the executor -----------------------------------------------------------------------------
@@ -138,9 +123,9 @@ class LocalExecutor:
 
     def _run_rows(self, seg: Segment, seg_dir: Path, progress: Progress) -> None:
         task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
-        workers = self.options.workers if not seg.is_async else 1
+        workers = local_workers(seg, self.options.workers)
         shards = self._shards(seg)
-        if workers <= 1 and (self.options.engine == "local" or seg.is_async):
+        if workers <= 1:
             runner = None
             for i, items in enumerate(shards):
                 if (seg_dir / f"part-{i:05d}.done.json").exists():
@@ -156,7 +141,7 @@ class LocalExecutor:
         cache_path = str(self.run.stage_cache) if self.cache is not None else None
         in_flight = self.options.shards_in_flight or 2 * workers
         ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed, segment_dir=seg_dir)
-        with _pool(self.options.engine, workers) as pool:
+        with _pool(workers) as pool:
             pending: set[cf.Future] = set()
             for i, items in enumerate(shards):
                 if (seg_dir / f"part-{i:05d}.done.json").exists():

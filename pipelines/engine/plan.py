@@ -34,12 +34,13 @@ class Pipeline:
 
 @dataclass
 class RunOptions:
-    engine: str = "local"  # "local": worker processes on this machine; "ray": Ray tasks (a cluster)
-    workers: int = 1  # processes (local) or CPUs to ask of a new local Ray instance (ray)
+    engine: str = "local"  # "local": worker processes on this machine; "ray": Ray Data on a cluster
+    workers: int = 1  # processes (local) or CPUs of a new local Ray instance (ray, no address)
+    ray_address: str | None = None  # a cluster to join (else RAY_ADDRESS, else a local Ray)
     progress: bool = True
     seed: int = 0
     llm: Any = None  # an LLMConfig; the run's LLMClient is built from it
-    shards_in_flight: int = 0  # 0 = 2 x workers
+    shards_in_flight: int = 0  # 0: 2 x workers (local), the cluster's CPUs / a stage's num_cpus (ray)
     retry_transient: bool = False  # redo the shards of a finished run that ledgered transient drops
     force: bool = False  # replace a run of another pipeline or other inputs in the run directory
 

@@ -21,6 +21,8 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
 from ..text_keys import canonical_text
@@ -112,17 +114,26 @@ class ExactDedup(Stage):
         with spilling(ctx, self.name, self.config.spill_dir) as workdir:
             yield from self._run(records, ctx, workdir)
 
+    def sketch(self, records: list[Record]) -> dict[str, np.ndarray]:
+        """Per record and independent of the others (an executor may compute it in parallel):
+        the digest of the normalized text, as rows of 32 bytes (an array of bytes objects would
+        lose trailing zero bytes)."""
+        blob = b"".join(dedup_key(input_text(r, self.config.field), self.config) for r in records)
+        return {"digest": np.frombuffer(blob, np.uint8).reshape(len(records), 32)}
+
     def _run(self, records: Iterable[Record], ctx: StageContext, workdir) -> Iterator[Record | tuple[Record, Drop]]:
         c, t0 = self.config, time.perf_counter()
         table = DigestTable()  # digest -> offset of the kept record's id in the ids file
         ids, end = open(workdir / "ids", "w+b"), 0  # length-prefixed ids, appended
         texts: dict[str, list[str]] = {}  # kept id -> texts, for the first few groups
         n = 0
+        feed = ctx.extras.get("sketches")  # digests computed on a cluster (ray executor), in order
         for rec in records:
             n += 1
             text = input_text(rec, c.field)
             own = str(rec.get("id") or n - 1).encode()
-            found = table.first(dedup_key(text, c), end)
+            digest = feed.take(1)["digest"][0].tobytes() if feed is not None else dedup_key(text, c)
+            found = table.first(digest, end)
             if found is None:
                 ids.write(struct.pack("<I", len(own)) + own)
                 end += 4 + len(own)

@@ -77,19 +77,19 @@ class MinHashDedup(Stage):
         buckets = BandBuckets(workdir, c.partitions)
         ranks: list[np.ndarray] = []
         nums: list[np.ndarray] = []
+        feed = ctx.extras.get("sketches")
         it = iter(records)
         while batch := list(islice(it, c.batch_size)):
             base = spool.count
-            texts = []
             for rec in batch:
                 spool.append(rec)
-                texts.append(canonical_text(input_text(rec, c.field), lowercase=c.lowercase, latex=c.latex,
-                                            punctuation=c.punctuation))
             ranks.append(np.fromiter((rank_of(r, c) for r in batch), np.int64, len(batch)))
-            nums.append(self._numbers(texts))
-            batch_sigs = hasher.signatures(texts)
+            # the per-record part (normalize, hash): computed here, or on a cluster (ray executor)
+            sk = feed.take(len(batch)) if feed is not None else self.sketch(batch, hasher)
+            nums.append(sk["nums"])
+            batch_sigs = sk["sigs"]
             sigs.append(batch_sigs)
-            present = np.fromiter((bool(t) for t in texts), bool, len(texts))  # empty text: no match
+            present = sk["present"]  # empty text: no match
             # numbers: exact -> the numbers key is in every band key: template variants with other
             # numbers never share a bucket, so they cannot crowd out the pairs that can match
             salt = nums[-1][present] if c.numbers == "exact" else None
@@ -132,6 +132,17 @@ class MinHashDedup(Stage):
         }
         write_report(ctx, self.name, report)
         self.report = report
+
+    def sketch(self, records: list[Record], hasher: MinHasher | None = None) -> dict[str, np.ndarray]:
+        """Per record, independent of all others (so an executor may compute it in parallel, in
+        input order): the MinHash signature, the numbers key, whether there is text at all."""
+        c = self.config
+        if hasher is None:
+            hasher = MinHasher(num_perm=c.num_perm, ngram=c.ngram, seed=c.seed, threshold=c.threshold)
+        texts = [canonical_text(input_text(r, c.field), lowercase=c.lowercase, latex=c.latex, punctuation=c.punctuation)
+                 for r in records]
+        return {"sigs": hasher.signatures(texts), "nums": self._numbers(texts),
+                "present": np.fromiter((bool(t) for t in texts), bool, len(texts))}
 
     def _numbers(self, texts: list[str]) -> np.ndarray:
         if self.config.numbers == "ignore":

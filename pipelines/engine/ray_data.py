@@ -1,0 +1,251 @@
+"""The Ray executor: row segments as a Ray Data job over shards, on actor pools.
+
+Design
+- A row segment becomes `ray.data.from_items(<shard indices>)`, `map_batches` one shard per
+  batch into `ShardWorker`, a class UDF: Ray Data runs it on an actor pool (`concurrency=`),
+  so a stage's setup (a model, a tool) is paid once per actor, not per shard. Async (LLM)
+  segments run on actors too: each actor runs its shard's records concurrently on its own event
+  loop, and every LLM client asks one named limiter actor for its endpoint slots (`limiter.py`),
+  so an endpoint's `concurrency` holds for the whole cluster.
+- Records do not travel back through the driver: each worker reads its shard (a slice of the
+  previous segment's committed Parquet parts, read from the shared run directory, or the
+  reader's items put in the object store by the driver for the first segment), runs the
+  segment's stages with the same `ShardRunner` as the local executor and commits the shard with
+  the same protocol (data, ledger, then the done marker). The driver only checks that each
+  reported commit is visible to it (`ray_cluster.check_commit`): shards, commits and so results
+  are the local executor's, and a killed run resumes the same way.
+- Actors and their tasks are restarted when a worker process dies (`max_restarts`,
+  `max_task_retries`): the shard is recomputed and recommitted under the same name; its row
+  cache (below) makes the redo free for the records already done.
+- Row cache: SQLite does not work across hosts, so cached stages keep one append-only JSONL
+  file per shard next to its parts (`cache-NNNNN.jsonl`, flushed per record). Only the worker
+  computing a shard writes it, so there is no locking; a resumed shard reads it back.
+- Stage resources (`Stage.resources`: num_cpus, num_gpus, memory) size the actors.
+- Global stages run on the driver, over the committed parts (see DESIGN.md: their memory
+  bounds), except for their per-record sketches (`Stage.sketch`), computed on the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import socket
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlclimb.schemas.io import to_rows
+
+from ..rundir import RunDir
+from ..stage import Stage, StageContext, setup_stages
+from .commit import commit_shard, read_parts
+from .executors import LocalExecutor
+from .plan import Pipeline, RunOptions, Segment
+from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
+from .shard import ShardRunner
+from .sketch import SketchFeed
+
+
+def segment_resources(stages: list[Stage]) -> dict[str, float]:
+    """What one actor of the segment asks for: the most any of its stages declares. An async
+    (I/O-bound) segment defaults to a quarter CPU: its actors mostly wait on the network."""
+    default = 0.25 if any(s.is_async for s in stages) else 1.0
+    out = {"num_cpus": default, "num_gpus": 0.0, "memory": 0.0}
+    for s in stages:
+        for k, v in (getattr(s, "resources", None) or {}).items():
+            out[k] = max(out.get(k, 0.0), float(v))
+    return out
+
+
+class ShardCache:
+    """The row cache of one shard: key -> encoded result, appended one JSON line per record
+    (flushed: a killed worker keeps what it finished). Same interface as KVStore."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.data: dict[str, bytes] = {}
+        if path.exists():
+            with open(path, "rb") as f:
+                for line in f:
+                    try:
+                        k, v = json.loads(line)
+                    except ValueError:  # a line cut short by a kill: that record is recomputed
+                        continue
+                    self.data[k] = v.encode()
+        self._out = None
+
+    def get_many(self, keys: list[str]) -> dict[str, bytes]:
+        return {k: self.data[k] for k in keys if k in self.data}
+
+    def put(self, key: str, value: bytes) -> None:
+        if self._out is None:
+            self._out = open(self.path, "ab")
+        self.data[key] = value
+        self._out.write(json.dumps([key, value.decode()]).encode() + b"\n")
+        self._out.flush()
+        os.fsync(self._out.fileno())
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+
+
+class ShardWorker:
+    """A Ray Data class UDF: the segment's stages set up once per actor; one shard per call."""
+
+    def __init__(self, seg: Segment, ctx: StageContext, seg_dir: str, llm: Any = None):
+        import ray
+
+        self.seg, self.seg_dir = seg, Path(seg_dir)
+        client = None
+        if llm is not None:
+            from .limiter import ClusterLLMClient
+
+            # No request cache (SQLite is per host): the per-shard row cache is what resumes.
+            client = ClusterLLMClient(llm, cache_path=None)
+        self.ctx = replace(ctx, llm=client)
+        setup_stages(seg.stages, self.ctx)
+        self.cached = any(s.cache for s in seg.stages)
+        self.runner = ShardRunner(seg.stages, self.ctx, None, seg.first)
+        self.node = f"{socket.gethostname()} ({ray.util.get_node_ip_address()}, pid {os.getpid()})"
+
+    @staticmethod
+    def _items(blob: bytes) -> list | pa.RecordBatch:
+        spec = pickle.loads(blob)
+        if not isinstance(spec, tuple):  # the reader's items
+            return spec
+        path, offset, length = spec
+        table = pq.read_table(path).slice(offset, length)
+        return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([])
+
+    def __call__(self, batch: dict) -> dict:
+        out: dict[str, list] = {"i": [], "seen": [], "drops": [], "node": []}
+        for i, blob in zip(batch["i"].to_pylist(), batch["spec"].to_pylist(), strict=True):
+            items = self._items(blob)
+            cache = ShardCache(self.seg_dir / f"cache-{i:05d}.jsonl") if self.cached else None
+            self.runner.cache = cache
+            try:
+                rows, ledger, stats = self.runner.run(items)
+            finally:
+                if cache is not None:
+                    cache.close()
+            commit_shard(self.seg_dir, i, rows, ledger, stats, self.seg)
+            out["i"].append(i)
+            out["seen"].append(len(items))
+            out["drops"].append(len(ledger))
+            out["node"].append(self.node)
+        return out
+
+
+def part_slices(parts: list[Path], size: int) -> Iterator[tuple[str, int, int]]:
+    """(file, offset, length) of each shard the local executor cuts from these parts
+    (`parquet_shards`: batches of `size` rows per file, the last one shorter)."""
+    for path in parts:
+        n = pq.ParquetFile(path).metadata.num_rows
+        for offset in range(0, n, size):
+            yield str(path), offset, min(size, n - offset)
+
+
+def _sketch_slice(batch: dict, stage: Stage) -> dict:
+    """A Ray Data task: the sketches of one slice of the global stage's input."""
+    path, offset, length = batch["path"][0], int(batch["offset"][0]), int(batch["length"][0])
+    rows = to_rows(pq.read_table(path).slice(offset, length))
+    return {k: np.asarray(v) for k, v in stage.sketch(rows).items()}
+
+
+def _restartable() -> dict[str, int]:
+    return {"max_restarts": -1, "max_task_retries": -1}
+
+
+def _restartable_task() -> dict[str, int]:
+    return {"max_retries": -1}
+
+
+class RayExecutor(LocalExecutor):
+    """Row segments on Ray Data; everything else (planning, commits, global stages, finalize)
+    is the local executor's."""
+
+    def __init__(self, pipeline: Pipeline, run: RunDir, options: RunOptions):
+        super().__init__(pipeline, run, options)
+        self.started = connect(options.ray_address, options.workers)
+        check_shared_storage(run.path)  # before any work: a node that cannot see it fails here
+
+    def execute(self):
+        try:
+            return super().execute()
+        finally:
+            if self.started:
+                self.ray_shutdown()
+
+    @staticmethod
+    def ray_shutdown() -> None:
+        import ray
+
+        ray.shutdown()
+
+    def _run_global(self, seg: Segment, seg_dir: Path, progress) -> None:
+        """On the driver, with the stage's per-record sketches computed on the cluster."""
+        stage = seg.stages[0]
+        if seg.first or not hasattr(stage, "sketch") or (seg_dir / "_SUCCESS.json").exists():
+            return super()._run_global(seg, seg_dir, progress)
+        import ray
+
+        prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
+        specs = [{"path": p, "offset": o, "length": n} for p, o, n in part_slices(read_parts(prev), self.pipeline.shard_size)]
+        if not specs:
+            return super()._run_global(seg, seg_dir, progress)
+        ray.data.DataContext.get_current().execution_options.preserve_order = True  # sketches in input order
+        ds = ray.data.from_items(specs, override_num_blocks=len(specs)).map_batches(
+            _sketch_slice, fn_kwargs={"stage": stage}, batch_size=1, num_cpus=segment_resources([stage])["num_cpus"],
+            ray_remote_args_fn=_restartable_task)
+        self.ctx.extras["sketches"] = SketchFeed(ds.iter_batches(batch_size=None, batch_format="numpy"))
+        try:
+            super()._run_global(seg, seg_dir, progress)
+        finally:
+            self.ctx.extras.pop("sketches", None)
+
+    def _run_rows(self, seg: Segment, seg_dir: Path, progress) -> None:
+        import ray
+
+        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
+        size = self.pipeline.shard_size
+        refs, todo = [], 0  # one Arrow table per shard in the object store (spilled to disk past its size)
+        if seg.first:
+            shards = enumerate(self.pipeline.reader.shards(size))
+        else:
+            prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
+            shards = enumerate(part_slices(read_parts(prev), size))
+        for i, items in shards:
+            if (seg_dir / f"part-{i:05d}.done.json").exists():
+                progress.advance(task, items[2] if isinstance(items, tuple) else len(items), 0, resumed=True)
+                continue
+            spec = pickle.dumps(items, protocol=5)
+            refs.append(ray.put(pa.table({"i": [i], "spec": pa.array([spec], pa.large_binary())})))
+            todo += 1
+        if not todo:
+            return
+        res = segment_resources(seg.stages)
+        actors = self.options.shards_in_flight or max(1, int(cluster_cpus() / max(res["num_cpus"], 0.01)))
+        actors = min(actors, todo)
+        ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed, segment_dir=seg_dir)
+        ds = ray.data.from_arrow_refs(refs).map_batches(
+            ShardWorker,
+            fn_constructor_kwargs={"seg": seg, "ctx": ctx, "seg_dir": str(seg_dir), "llm": self.options.llm},
+            batch_size=1,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            num_cpus=res["num_cpus"],
+            **({"num_gpus": res["num_gpus"]} if res["num_gpus"] else {}),
+            **({"memory": res["memory"]} if res["memory"] else {}),
+            # a dead worker process: the actor comes back and the shard is redone
+            ray_remote_args_fn=_restartable,
+        )
+        for row in ds.iter_rows():
+            check_commit(seg_dir, int(row["i"]), str(row["node"]))
+            progress.advance(task, int(row["seen"]), int(row["drops"]))
