@@ -136,6 +136,30 @@ def test_hostile_junit_is_an_error_not_a_pass(fixture_instance, body, expect):
     assert "passed" in run.log  # pytest ran and printed (the log is for people only)
 
 
+def test_writable_layer_is_capped(fixture_instance, monkeypatch):
+    """Filling the container's own layer (no engine quota here) gets the container killed, and a
+    patch whose tests do that gets an error, not results."""
+    fx = fixture_instance
+    monkeypatch.setattr(grading, "LAYER_MAX_BYTES", 40 << 20)
+    session = grading.open_container(fx.image)
+    try:
+        assert session.run("dd if=/dev/zero of=/root/small bs=1M count=5 2>/dev/null").ok
+        r = session.run(
+            "for i in $(seq 1 30); do dd if=/dev/zero of=/root/f$i bs=1M count=10 2>/dev/null;"
+            " sleep 0.1; done"
+        )
+        assert not r.ok and "over its cap" in session.layer_exceeded
+    finally:
+        session.close()
+    fill = (
+        "\nimport time\nwith open('/root/fill', 'wb') as f:\n    for _ in range(400):\n"
+        "        f.write(bytes(1 << 20))\n        f.flush()\n        time.sleep(0.01)\n"
+    )
+    hostile = fx.patch({"calc/__init__.py": GOLD["calc/__init__.py"] + fill})
+    run = grading.run_tests(fx.image, _without_flaky(fx.instance), patch=hostile)
+    assert run.statuses == {} and "over its cap" in run.error
+
+
 def test_read_file_cap_and_regular_files(fixture_instance):
     image = fixture_instance.image
     session = grading.open_container(image)

@@ -6,7 +6,9 @@ memory/CPU/pids caps, no capabilities, owner labels, removal afterwards). The ho
 run first, before any code under test: the patch files go in through the Docker API
 (`put_archive`), every test file is reset to the base commit, the patch is applied with
 `git apply`, the test files are reset again (a patch never decides what the tests are), and the
-test diff is applied. Then the tests run; their results come only from the JUnit XML the test
+test diff is applied. The container's writable layer has no quota on overlay2 over ext4, so a
+host thread measures it (lstat only, no symlink followed) and kills the container past
+LAYER_MAX_BYTES / LAYER_MAX_FILES. Then the tests run; their results come only from the JUnit XML the test
 command writes, read back with `get_archive` of a path the host chose, after every process of
 the run was killed. The archive's own header says what is there: anything but a regular file
 under the size cap (a planted symlink, a fifo, a directory, a huge file) is an error, and so is
@@ -16,9 +18,11 @@ a missing or unparsable file. Stdout is kept as a log for people, never parsed f
 from __future__ import annotations
 
 import io
+import os
 import secrets
 import shlex
 import tarfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,6 +44,11 @@ SWE_LIMITS = Limits(
     cpus=2.0,
 )
 SETUP_LIMITS = Limits(wall_s=300.0, output_bytes=1 << 20)
+# The container's writable layer (/testbed edits, /root, site-packages) has no quota on overlay2
+# over ext4: a host thread measures it and kills the container past these.
+LAYER_MAX_BYTES = 2 << 30
+LAYER_MAX_FILES = 200_000
+LAYER_POLL_S = 0.5
 JUNIT_MAX_BYTES = 32 << 20
 HOST_DIR = "/.rlclimb"  # where the host puts patches (the container's own layer, fresh per run)
 EXIT_PATCH, EXIT_TEST_PATCH = 81, 82  # the setup script's exits when a diff does not apply
@@ -210,7 +219,60 @@ def open_container(image: str, limits: Limits | None = None):
         working_dir="/testbed",
         environment={"HOME": "/root"},
     )
-    return DockerSession(None, limits, False, image, warm, exec_user="0:0", workdir="/testbed")
+    session = DockerSession(None, limits, False, image, warm, exec_user="0:0", workdir="/testbed")
+    session.layer_exceeded = ""
+    _guard_layer(session)
+    return session
+
+
+def layer_usage(root: str, max_files: int) -> tuple[int, int]:
+    """(bytes allocated, entries) under `root`, not following symlinks; stops counting entries
+    past `max_files` (the caller only needs to know it is over)."""
+    total, files, stack = 0, 0, [root]
+    while stack and files <= max_files:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    files += 1
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512  # allocated: a sparse file costs what it holds
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return total, files
+
+
+def _guard_layer(session) -> None:
+    """Kill the container when its writable layer grows past the caps (checked every
+    LAYER_POLL_S while the session lives; overshoot is what it writes in one interval). Where
+    the engine's layer is not visible from here (a remote engine) there is no guard."""
+    from rlclimb.environments.sandbox.docker_backend import client
+
+    try:
+        upper = client().api.inspect_container(session.cid)["GraphDriver"]["Data"]["UpperDir"]
+    except Exception:
+        return
+    if not upper or not os.path.isdir(upper):
+        return
+    cid, max_bytes, max_files = session.cid, LAYER_MAX_BYTES, LAYER_MAX_FILES
+
+    def watch() -> None:
+        while session.cid == cid:
+            used, files = layer_usage(upper, max_files)
+            if used > max_bytes or files > max_files:
+                session.layer_exceeded = (
+                    f"container layer over its cap ({used >> 20} MB, {files} files; "
+                    f"caps {max_bytes >> 20} MB, {max_files} files)"
+                )
+                session._kill()
+                return
+            time.sleep(LAYER_POLL_S)
+
+    threading.Thread(target=watch, daemon=True, name=f"swe-layer-{cid[:12]}").start()
 
 
 def put_files(session, files: dict[str, bytes]) -> None:
@@ -321,6 +383,8 @@ def run_tests(
             f"export HOME=/root PYTHONDONTWRITEBYTECODE=1; {command}", limits=limits
         )
         log += f"\n$ {command}\n{result.stdout}{result.stderr}\n[{result.summary()}]"
+        if session.layer_exceeded:  # the code under test filled the disk: its failure
+            return TestRun({}, log, session.layer_exceeded, "", time.monotonic() - t0)
         if result.status == Status.ERROR:
             raise GradingError(f"sandbox failed during the tests: {result.detail}")
         try:
