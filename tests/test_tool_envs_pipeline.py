@@ -85,6 +85,7 @@ def scripted_run(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # sandboxed replays on a loaded machine
 def test_bootstrap_critiques_smoke_tests_and_repairs(scripted_run):
     run, script = scripted_run["run"], scripted_run["script"]
     env = load_env(run / "envs" / "bike_shop")
@@ -105,6 +106,7 @@ def test_bootstrap_critiques_smoke_tests_and_repairs(scripted_run):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # sandboxed replays on a loaded machine
 def test_tasks_are_verified_and_bad_ones_ledgered(scripted_run):
     run = scripted_run["run"]
     got = reasons(run)
@@ -141,6 +143,7 @@ def test_tasks_are_verified_and_bad_ones_ledgered(scripted_run):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # sandboxed replays on a loaded machine
 def test_rerun_of_a_finished_run_calls_nothing(scripted_run):
     assert scripted_run["calls"] > 20 and scripted_run["calls_again"] == 0
 
@@ -151,6 +154,7 @@ def _command(src: Path, out: Path, cfg: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # sandboxed replays on a loaded machine
 def test_killed_run_resumes_without_repeating_llm_calls(tmp_path, scripted_run):
     """SIGKILL while the tasks stage waits on a request, after bootstrap and some task calls were
     answered; the resumed run sends every answered request at most once and ends with the same
@@ -241,6 +245,7 @@ def test_code_reply_checks_before_anything_runs():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # sandboxed replays on a loaded machine
 def test_a_tool_that_never_passes_is_cut_and_the_rest_kept(tmp_path):
     """No repair round and a generated tool that loops forever: the sandbox's deadline stops it,
     the smoke test names the timeout, the tool is cut from tools.py and the environment is made
