@@ -143,7 +143,7 @@ def _fix_calls() -> list[str]:
 def test_episode_honest_fix_resolves(fx):
     env = get_environment("swe")
     policy = Scripted(_fix_calls())
-    traj, grade = env.episode(fx.instance, policy, Budget(max_steps=10))
+    traj, grade = env.run(fx.instance, policy, Budget(max_steps=10))
     assert traj.stop_reason == "no_tool_call" and traj.steps == 4
     assert "1 passed" in policy.seen[1] or "passed" in policy.seen[1]  # pytest ran in there
     assert policy.seen[3].strip().endswith("2")  # two commits: base + the agent's
@@ -173,7 +173,7 @@ def test_episode_agent_rewriting_tests_does_not_resolve(fx):
             "done",
         ]
     )
-    traj, grade = env.episode(fx.instance, policy)
+    traj, grade = env.run(fx.instance, policy)
     assert grade.task == 0.0
     assert "reset tests/test_calc.py, tests/test_more.py" in grade.detail
     assert '"tests/test_calc.py::test_sub": "failed"' in grade.detail
@@ -235,7 +235,7 @@ def test_episode_tampering_outside_testbed_does_not_carry(fx):
             "done",
         ]
     )
-    traj, grade = env.episode(fx.instance, policy)
+    traj, grade = env.run(fx.instance, policy)
     assert grade.task == 0.0, grade.detail
     assert "0/4" in grade.detail or "1/4" in grade.detail
 
@@ -261,6 +261,21 @@ def test_registry_and_kind_of(fx):
         and fx.instance["problem_statement"] in msgs[-1]["content"]
     )
     assert F2P[0] not in msgs[-1]["content"]  # the tests are not shown to the agent
+    # The tools and the call format are in the prompt (the trainer's own-loop protocol passes
+    # env.messages(task) as is).
+    assert "<tool_call>" in msgs[-1]["content"] and '"str_replace_editor"' in msgs[-1]["content"]
+    assert hasattr(SWEEnvironment, "rollout")
+
+
+def test_rollout_then_grade_like_the_trainer(fx):
+    """rl/episodes.py's own loop: rollout(task, policy, budget, count_tokens), then
+    grade(task, final_response) with the container already gone."""
+    env = SWEEnvironment()
+    traj = env.rollout(fx.instance, Scripted(_fix_calls()), Budget(max_steps=10), len)
+    assert env.session is None and traj.tokens > 0
+    assert env.grade(fx.instance, traj.final_response).task == 1.0
+    # Nothing pending any more: the next grade is single-turn and finds no diff in the text.
+    assert env.grade(fx.instance, traj.final_response).formatted is False
 
 
 # ---- env check -------------------------------------------------------------------------------

@@ -13,8 +13,11 @@ reporting (`_pytest`, report hooks, `pytest_plugins`: flagged, and unresolved un
 `reject_flagged=False`). Code under test runs inside the pytest process, so an obfuscated
 monkey-patch can still evade the pattern: this is a cheap check, not a proof.
 
-Single-turn use (the trainer's `grade(task, completion)`): the completion's unified diff (a
-```diff block or a bare `diff --git` text) is the patch.
+Multi-turn in training: `rollout(task, policy, budget, count_tokens)` (the own-loop protocol of
+rl/episodes.py) runs the episode and keeps its final diff for the `grade` call that follows;
+`run(task, policy)` does both. The prompt lists the tools and the call format. Single-turn
+(`grade(task, completion)` with no rollout before it): the completion's unified diff (a ```diff
+block or a bare `diff --git` text) is the patch.
 
 Options: `image` (overrides the record's), `budget` (episode.Budget), `limits` (episode
 container), `system` (prompt), `reject_flagged` (default True: a patch whose code reaches into
@@ -28,11 +31,20 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rlclimb.environments.base import Environment, Grade
-from rlclimb.environments.episode import BashTool, Budget, Policy, Trajectory, run_episode
+from rlclimb.environments.episode import (
+    BashTool,
+    Budget,
+    Policy,
+    Trajectory,
+    approx_tokens,
+    run_episode,
+    tool_schemas,
+)
 
 from . import grading
 from .editor import StrReplaceEditor
@@ -41,6 +53,14 @@ SYSTEM = (
     "You are a software engineer working in a repository. Use the tools to explore the code, "
     "reproduce the issue, and edit the source so that the issue is resolved. Do not change the "
     "tests. When you are done, answer without a tool call."
+)
+TOOL_NOTE = (
+    "Call a tool by writing\n"
+    '<tool_call>{{"name": NAME, "arguments": {{...}}}}</tool_call>\n'
+    "and wait for its output (`bash` runs in /testbed). Tools:\n{tools}"
+)
+_TOOL_LISTING = json.dumps(
+    [t["function"] for t in tool_schemas([BashTool(None), StrReplaceEditor(None)])], indent=1
 )
 EPISODE_LIMITS = grading.SWE_LIMITS.with_(wall_s=180.0, output_bytes=1 << 20)
 _FENCED_DIFF = re.compile(r"```(?:diff|patch)[^\n]*\n(.*?)```", re.S)
@@ -181,6 +201,7 @@ class SWEEnvironment(Environment):
         super().__init__(reward, **options)
         self.session = None
         self._instance: dict | None = None
+        self._pending: dict[Any, str | Exception] = {}  # instance id -> final diff of a rollout
 
     def messages(self, task: Any) -> list[dict[str, str]]:
         inst = as_instance(task)
@@ -188,7 +209,7 @@ class SWEEnvironment(Environment):
             f"<uploaded_files>\n/testbed\n</uploaded_files>\nThe repository {inst.get('repo', '')} is "
             f"checked out in /testbed. Resolve this issue:\n\n<issue>\n{inst['problem_statement']}\n"
             "</issue>\n\nMake the minimal changes to non-test files in /testbed so that the issue "
-            "is resolved. Tools: `bash` (runs in /testbed) and `str_replace_editor`."
+            "is resolved.\n\n" + TOOL_NOTE.format(tools=_TOOL_LISTING)
         )
         return [
             {"role": "system", "content": self.options.get("system", SYSTEM)},
@@ -210,19 +231,40 @@ class SWEEnvironment(Environment):
             raise RuntimeError("no episode container: call reset(task) first")
         return [BashTool(self.session), StrReplaceEditor(self.session)]
 
-    def episode(
-        self, task: Any, policy: Policy, budget: Budget | None = None
-    ) -> tuple[Trajectory, Grade]:
-        """One whole episode: container, tool loop, final diff, grade; the container goes after."""
-        self.reset(task)
+    def rollout(
+        self,
+        task: Any,
+        policy: Policy,
+        budget: Budget | None = None,
+        count_tokens: Callable[[str], int] = approx_tokens,
+    ) -> Trajectory:
+        """One whole episode in a container of its own (the trainer's own-loop protocol, see
+        rl/episodes.py): the tool loop, then the final diff is kept for the `grade` call that
+        follows and the container goes. One episode at a time per environment instance."""
+        inst = as_instance(task)
+        self.reset(inst)
         try:
             traj = run_episode(
-                policy, self.messages(task), self.tools, budget or self.options.get("budget")
+                policy,
+                self.messages(inst),
+                self.tools,
+                budget or self.options.get("budget"),
+                count_tokens=count_tokens,
             )
-            grade = self.grade(task, "")
+            try:
+                self._pending[inst.get("instance_id")] = self.final_diff()
+            except grading.GradingError as e:
+                self._pending[inst.get("instance_id")] = e
         finally:
             self.close()
-        return traj, grade
+        return traj
+
+    def run(
+        self, task: Any, policy: Policy, budget: Budget | None = None
+    ) -> tuple[Trajectory, Grade]:
+        """`rollout` then `grade`: the trajectory and the grade of its final diff."""
+        traj = self.rollout(task, policy, budget)
+        return traj, self.grade(task, traj.final_response)
 
     def final_diff(self) -> str:
         if self.session is None or self._instance is None:
@@ -230,17 +272,23 @@ class SWEEnvironment(Environment):
         return container_diff(self.session, self._instance["base_commit"])
 
     def grade(self, task: Any, completion: str) -> Grade:
+        """After `rollout` (or with a live episode container): the episode's final diff.
+        Otherwise single-turn: the unified diff in `completion`."""
         inst = as_instance(task)
-        live = (
-            self.session is not None
-            and self._instance is not None
-            and (self._instance.get("instance_id") == inst.get("instance_id"))
-        )
+        key = inst.get("instance_id")
+        live = self.session is not None and self._instance is not None
+        live = live and self._instance.get("instance_id") == key
+        episodic = key in self._pending or live
         try:
-            patch = self.final_diff() if live else extract_diff(completion)
+            if key in self._pending:
+                patch = self._pending.pop(key)
+                if isinstance(patch, Exception):
+                    raise patch
+            else:
+                patch = self.final_diff() if live else extract_diff(completion)
         except grading.GradingError as e:
             return Grade(0.0, True, f"no diff: {e}")
-        if not live and not patch.strip():
+        if not episodic and not patch.strip():
             return Grade(0.0, False, "no unified diff in the response")
         result = grade_patch(
             inst,
