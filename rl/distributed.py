@@ -19,7 +19,7 @@ stays tied (FSDP updates every module that shares the parameter).
 Launch: `rlclimb train ... --gpus N` re-runs itself under torchrun on one node (CPU: N gloo
 processes). Multi-node: run on every node
   torchrun --nnodes M --nproc-per-node N --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
-      -m rlclimb.pipelines.cli train MIX --model MODEL --out RUN
+      -m rlclimb.rl.distributed train MIX --model MODEL --out RUN
 (the run directory on a shared filesystem; rank 0 writes metrics, rollouts and checkpoints)."""
 
 from __future__ import annotations
@@ -141,6 +141,17 @@ def full_state_dict(model) -> dict[str, torch.Tensor]:
     return {k: v for k, v in state.items() if "fsdp_lm_head" not in k}
 
 
+def save_pretrained(model, folder) -> None:
+    """model.save_pretrained, under FSDP with the gathered full weights, written by rank 0 only
+    (every rank takes part in the gather)."""
+    if not active():
+        model.save_pretrained(folder)
+        return
+    state = full_state_dict(model)
+    if rank() == 0:
+        model.save_pretrained(folder, state_dict=state)
+
+
 def load_full_state_dict(model, state: dict[str, torch.Tensor]) -> None:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
@@ -155,3 +166,11 @@ def load_full_state_dict(model, state: dict[str, torch.Tensor]) -> None:
 def barrier() -> None:
     if active():
         dist.barrier()
+
+
+if (
+    __name__ == "__main__"
+):  # torchrun's entry: `-m rlclimb.rl.distributed train ...` is `rlclimb train`
+    from rlclimb.pipelines.cli import main
+
+    main()

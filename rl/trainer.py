@@ -632,7 +632,7 @@ class Trainer:
         tmp = root / f".tmp-{self.step_no:06d}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp / "model")
+        distributed.save_pretrained(self.model, tmp / "model")  # [scale] gathered under FSDP
         self.tokenizer.save_pretrained(tmp / "model")
         torch.save(
             {
