@@ -12,8 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.sandboxes import skip_reason
-from helpers.swe_repo import build_swe_repo
+from helpers.swe_repo import build_swe_repo, skip_without_docker_builds
 
 from rlclimb.environments.swe.lang import PYTHON
 from rlclimb.pipelines.llm import LLMClient, LLMConfig
@@ -25,25 +24,13 @@ from rlclimb.stages.swe.probe import run_probe
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def _skip_without_docker():
-    reason = skip_reason("docker")
-    if reason and "root" not in reason:
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def swe_built(tmp_path_factory):
     """The fixture repo and two instance images (#1 and #5: the same dependency set)."""
-    _skip_without_docker()
     root = tmp_path_factory.mktemp("swe")
+    skip_without_docker_builds(root)  # builds need the package index from inside Docker
     fx = build_swe_repo(root / "repos")
     opts = builder.BuildOptions(work_dir=root / "builds", cache_dir=root / "cache", settings=images.host_pip_settings())
-    base_tag, _ = images.ensure_base(root / "ctx", opts.settings, opts.cache_dir, root / "base.log", None)
-    # A build needs the package index from inside Docker: say so plainly where there is none.
-    probe = subprocess.run(["docker", "run", "--rm", base_tag, "python3", "-m", "pip", "download", "--no-deps",
-                            "-d", "/tmp/x", "iniconfig"], capture_output=True, text=True, timeout=600)
-    if probe.returncode != 0:
-        pytest.skip(f"no package index reachable from Docker builds: {probe.stdout[-300:]}{probe.stderr[-300:]}")
     prs = {r["instance_id"]: parse_pr(r, "fx", PYTHON.is_test_path).model_dump() for r in fx.records}
     built = {}
     for iid in ("fixture__minicalc-1", "fixture__minicalc-5"):

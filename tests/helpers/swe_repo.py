@@ -437,3 +437,23 @@ def build_swe_repo(root: Path) -> SweFixture:
         tamper_patch=tamper_patch,
         merges=merges,
     )
+
+
+def skip_without_docker_builds(work: Path) -> None:
+    """Skip (in CI: fail) unless Docker runs and a build can reach a package index."""
+    import pytest
+
+    from helpers.sandboxes import skip_reason
+    from rlclimb.stages.swe import images
+
+    reason = skip_reason("docker")
+    if reason and "root" not in reason:
+        pytest.skip(reason)
+    settings = images.host_pip_settings()
+    base_tag, _ = images.ensure_base(work / "ctx", settings, work / "cache", work / "base.log", None)
+    probe = subprocess.run(
+        ["docker", "run", "--rm", base_tag, "python3", "-m", "pip", "download", "--no-deps", "-d", "/tmp/x", "iniconfig"],
+        capture_output=True, text=True, timeout=600,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"no package index reachable from Docker builds: {probe.stdout[-300:]}{probe.stderr[-300:]}")
