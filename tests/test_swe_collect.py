@@ -120,6 +120,16 @@ def test_find_repo_order(fx, tmp_path):
         repos.find_repo("nobody/nothing", None, str(root), tmp_path, clone=False)
 
 
+def test_find_repo_clones_when_no_local_copy(fx, tmp_path, monkeypatch):
+    monkeypatch.setenv("RLCLIMB_SWE_CLONE_URL", f"file://{fx.repo.parent}/{{owner}}__{{name}}")
+    got = repos.find_repo(REPO, None, str(tmp_path / "empty"), tmp_path / "cache", clone=True)
+    assert got == tmp_path / "cache" / "fixture__minicalc"
+    assert repos.has_commit(got, fx.records[0]["base_commit"])
+    assert repos.find_repo(REPO, None, None, tmp_path / "cache", clone=True) == got  # cloned once
+    with pytest.raises(repos.RepoError, match="git clone failed"):
+        repos.find_repo("nobody/nothing", None, None, tmp_path / "cache", clone=True)
+
+
 def test_time_travel_copy_holds_nothing_newer(fx, tmp_path):
     base = fx.records[0]["base_commit"]
     dest = tmp_path / "testbed"

@@ -38,6 +38,14 @@ def git(repo: Path | str, *args: str, check: bool = True, timeout: float = 600) 
     return out.stdout
 
 
+def clone_url(repo: str) -> str:
+    """Where a missing clone comes from: RLCLIMB_SWE_CLONE_URL with {owner}, {name}, {repo}
+    (a mirror, a file:// directory), else GitHub."""
+    owner, _, name = repo.partition("/")
+    template = os.environ.get("RLCLIMB_SWE_CLONE_URL", "https://github.com/{owner}/{name}.git")
+    return template.format(owner=owner, name=name, repo=repo)
+
+
 def find_repo(repo: str, repo_path: str | None, repos_dir: str | None, cache_dir: Path, clone: bool) -> Path:
     """The local clone of `repo` (owner/name), cloning it into `cache_dir` as a last resort."""
     tried = []
@@ -57,7 +65,7 @@ def find_repo(repo: str, repo_path: str | None, repos_dir: str | None, cache_dir
     shutil.rmtree(tmp, ignore_errors=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
     res = subprocess.run(
-        ["git", "clone", "--bare", "--quiet", f"https://github.com/{repo}.git", str(tmp)],
+        ["git", "clone", "--bare", "--quiet", clone_url(repo), str(tmp)],
         capture_output=True,
         text=True,
         env={**os.environ, **GIT_ENV},
