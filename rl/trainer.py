@@ -192,7 +192,8 @@ class Trainer:
         """n samples per item from the engine: single-turn kinds in one batched call, multi-turn
         kinds (an environment with tools, rl/episodes.py) as episodes."""
         max_new = max_new_tokens or self.max_new_tokens
-        self._calls += 1
+        if not greedy:  # (greedy evaluation draws nothing: it leaves the seeds as they are)
+            self._calls += 1
         seed = self.cfg.seed * 1_000_003 + self._calls * 10_007
         multi = [i for i, item in enumerate(items) if self._multi_turn(item)]
         single = [i for i in range(len(items)) if i not in set(multi)]
@@ -643,6 +644,7 @@ class Trainer:
                 "optimizer": self.optimizer.state_dict() if self.cfg.save_optimizer else None,
                 "sampler": self.sampler.state_dict(),
                 "generator": self.generator.get_state(),
+                "rollout_calls": self._calls,  # seeds of episodes and server requests
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "python_rng": random.getstate(),
@@ -684,6 +686,7 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
         self.generator.set_state(state["generator"])
+        self._calls = state.get("rollout_calls", 0)
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
