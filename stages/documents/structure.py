@@ -51,11 +51,13 @@ _OWN_LINE = re.compile(r"^(?:Solution|SOLUTION|Answer|ANSWER|Ans\.|Sol\.|Hint|Pr
 
 
 def _style(label: Label) -> str:
-    """How a label is written: keyword, "(3)", "1.17" (dotted) or "3." (plain)."""
+    """How a label is written: keyword, "(3)", "T 3" (prefixed), "1.17" (dotted) or "3." (plain)."""
     if label.keyword:
         return "keyword"
     if label.printed.lstrip("✓✔*†‡?• ").startswith("("):
         return "paren"
+    if label.printed[:1].isalpha():
+        return "prefix:" + label.printed[0]  # "T 5": its own series, apart from plain "5."
     return "dotted" if "." in label.number else "plain"
 
 

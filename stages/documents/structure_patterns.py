@@ -171,7 +171,7 @@ _HEADING_WORD = re.compile(
 
 
 _STRUCTURAL_START = re.compile(
-    rf"^(?:[\d(✓✔*†‡?•]|[IVX]{{1,5}}\.|[A-H]\.\d|(?:{_WORDNUM})\.|Exercise|EXERCISE|Problem|PROBLEM|Question|Ex\.|Prob\.|"
+    rf"^(?:[\d(✓✔*†‡?•]|[IVX]{{1,5}}\.|[A-H]\.\d|[A-Z]\s?\d{{1,3}}[.:)]?\s|(?:{_WORDNUM})\.|Exercise|EXERCISE|Problem|PROBLEM|Question|Ex\.|Prob\.|"
     r"Exercice|Problème|Aufgabe|Übung|Ejercicio|Problema|Esercizio|Упражнение|Задача|"
     r"Example|EXAMPLE|Worked|In\s|IN\s|For\s|Use\s|Using\s|Programming|Reading|Review|Additional|Supplementary|"
     r"Practice|Selected|Further|More|Homework)"
@@ -283,6 +283,9 @@ _NUMBER_LABEL = re.compile(
     r"^(?P<mark>(?:[✓✔*†‡?•]\s*)+)?(?:(?P<paren>\()(?P<pnum>\d{1,4})\)|(?P<num>\d{1,4}(?:\.\d{1,3})*)(?P<punct>[.)])?)"
     r"(?P<cite>\s*\[[^\]]{1,40}\])?(?:\s+|$|(?<=[.)])(?=[A-Z\u20d0-\u20ff]))"  # "12.Compute", "18.⃗a": tight
 )
+# "T 5 Show that ...", "E3. Find ...": a one-letter prefix before the number (a workbook's task or
+# exercise series); outside a key the text after it must open a sentence ("A 2 by 2 matrix" is no label)
+_PREFIX_LABEL = re.compile(r"^(?P<pre>[A-Z])\s?(?P<num>\d{1,3})(?P<punct>[.:)])?\s+(?=\S)")
 _FOLLOW_BARE = re.compile(r"^[A-Z(\[“\"'$\\]")  # a bare "3 Use ..." label must be followed by a word
 _INLINE_KEY = re.compile(r"(?<=\s)(\d{1,3})[.)]\s+(?=\S)")
 
@@ -311,6 +314,10 @@ def parse_label(text: str, zone: str, bold: bool = False) -> Label | None:
         return None
     m = _NUMBER_LABEL.match(text)
     if not m:
+        p = _PREFIX_LABEL.match(text)
+        if p and (p.group("punct") or bold or " " in p.group(0).strip()) and (
+                zone == "answers" or _FOLLOW_BARE.match(text[p.end():])):
+            return Label(p.group(0).strip(), p.group("num"), "number", text[p.end():].strip(), False)
         return None
     num = m.group("pnum") or m.group("num")
     rest = text[m.end():].strip()
