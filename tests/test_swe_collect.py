@@ -299,3 +299,19 @@ def test_cli_from_git_history(fx, tmp_path):
     assert stats["swe_import"]["in"] == 6
     assert stats["swe_collect"]["dropped"] == {"no_test_changes": 1, "too_many_files": 1}
     assert stats["swe_collect"]["out"] == 4
+
+
+def test_export_writes_swebench_lines_once_per_instance(fx, tmp_path):
+    from rlclimb.pipelines.stage import Drop, StageContext
+    from rlclimb.stages.swe.stages import ExportSwebench
+
+    pr = parse_pr(fx.records[0], "x", PYTHON.is_test_path).model_dump()
+    rec = {**pr, "FAIL_TO_PASS": sorted(fx.fail_to_pass["fixture__minicalc-1"]), "PASS_TO_PASS": ["tests/test_ops.py::test_add"],
+           "image": "rlclimb/swe:fixture__minicalc-1", "version": "b8e55dcb2388", "flaky_tests": []}
+    out = list(ExportSwebench().run([rec, dict(rec)], StageContext(run_dir=tmp_path)))
+    assert isinstance(out[0], dict) and isinstance(out[1], tuple) and isinstance(out[1][1], Drop)
+    assert out[1][1].reason == "duplicate_instance"
+    (line,) = [json.loads(x) for x in (tmp_path / "swebench.jsonl").read_text().splitlines()]
+    assert line["FAIL_TO_PASS"] == rec["FAIL_TO_PASS"] and line["test_files"] == ["tests/test_ops.py"]
+    assert "git apply" in line["eval_script"] and line["base_commit"] in line["eval_script"]
+    assert json.loads((tmp_path / "swe_tests.json").read_text())["fail_to_pass"] == 2

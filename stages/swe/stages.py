@@ -323,8 +323,13 @@ class ExportSwebench(Stage):
         dest = Path(ctx.run_dir or ".") / self.config.path
         tmp = dest.with_name(dest.name + ".partial")
         tests = {"instances": 0, "fail_to_pass": 0, "pass_to_pass": 0, "flaky_dropped": 0, "flaky": {}}
+        seen: set[str] = set()
         with open(tmp, "w") as f:
             for rec in records:
+                if rec["instance_id"] in seen:  # the same PR from two inputs: one instance, one image
+                    yield rec, Drop("duplicate_instance", f"{rec['instance_id']}: already exported")
+                    continue
+                seen.add(rec["instance_id"])
                 rec = {**rec, "test_files": rec.get("test_files") or files_to_run(rec)}
                 rec["eval_script"] = eval_script(rec)
                 line = SweInstance.model_validate(rec).model_dump()
