@@ -264,3 +264,17 @@ def test_a_tool_that_never_passes_is_cut_and_the_rest_kept(tmp_path):
     assert "def get_order" not in tools and "def cancel_order" in tools
     assert {t["name"] for t in env.source["tools"]} == {"find_customer", "list_bikes", "get_bike", "place_order", "cancel_order"}
     assert env.tasks and all(a.name != "get_order" for t in env.tasks for a in t.actions)
+
+
+def test_new_entities_merge_all_or_nothing():
+    from rlclimb.stages.tooluse.tasks import _merge
+
+    state = {"users": {"u1": {"name": "Ana"}}, "orders": {}}
+    assert _merge(state, {"users": {"u2": {"name": "Ben"}}, "orders": {"o1": {"user": "u2"}}}) is None
+    assert set(state["users"]) == {"u1", "u2"} and state["orders"] == {"o1": {"user": "u2"}}
+    assert _merge(state, {"users": {"u1": {"name": "Ana"}}}) is None  # the same entity again is no clash
+    before = json.dumps(state, sort_keys=True)
+    for new, reason in [({"users": {"u3": {"name": "Cy"}}, "orders": {"o1": {"user": "u3"}}}, "entity_conflict"),
+                        ({"carts": {"c1": {}}}, "unknown_collection"), ({"users": {"u4": "Dee"}}, "bad_entity")]:
+        assert _merge(state, new)[0] == reason
+        assert json.dumps(state, sort_keys=True) == before  # nothing of a refused draft is merged

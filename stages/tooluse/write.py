@@ -36,6 +36,8 @@ class WriteEnvs(Stage):
             groups.setdefault(r["env_name"], []).append(r)
         root = Path(ctx.run_dir or ".") / self.config.subdir
         root.mkdir(parents=True, exist_ok=True)
+        for stale in root.glob(".*.tmp-*"):  # half-written by a killed run
+            shutil.rmtree(stale, ignore_errors=True)
         summary: dict[str, Any] = {}
         for name, recs in groups.items():
             bundle = loads(recs[0]["env"])
