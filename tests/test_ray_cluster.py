@@ -215,6 +215,13 @@ def test_consensus_llm_stage_matches_local_and_limits_the_endpoint(cluster, tmp_
         local, ray_ = both(tmp_path, make, llm=llm, seed=3)
         calls = server.count["/v1/chat/completions"]
         peak = server.max_in_flight
+        # a run killed after its LLM work but before its commits: the per-shard row cache on the
+        # shared run dir answers everything again (no request repeated)
+        for marker in (tmp_path / "ray" / "stages").glob("02-*/part-*.done.json"):
+            marker.unlink()
+        again = run_pipeline(make(), tmp_path / "ray", RunOptions(engine="ray", progress=False, llm=llm, seed=3))
+        assert server.count["/v1/chat/completions"] == calls
+        assert outputs(again.run_dir) == local
     assert ray_ == local
     assert calls == 2 * 40 * 3  # each run asks each distinct question three times, nothing more
     assert peak <= 3  # one limit for the endpoint across both Ray actors (and the local run)

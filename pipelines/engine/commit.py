@@ -78,4 +78,6 @@ def publish_reports(run_dir: Path, seg_dirs: list[Path]) -> None:
 
 
 def read_parts(seg_dir: Path) -> list[Path]:
-    return sorted(seg_dir.glob("part-*[0-9].parquet"))
+    """The committed data parts: those whose done marker exists (a part a killed attempt left
+    without its marker is not trusted; on storage without atomic renames it may be partial)."""
+    return sorted(p for p in seg_dir.glob("part-*[0-9].parquet") if p.with_name(p.name[: -len(".parquet")] + ".done.json").exists())
