@@ -95,6 +95,17 @@ class PythonLanguage:
                 declared |= {m for m in re.findall(r"""["'](\w[\w-]*)["']\s*:""", text)}
         return [e for e in _TEST_EXTRAS if e in declared]
 
+    def test_groups(self, repo_dir: Path) -> list[str]:
+        """PEP 735 dependency groups named like test dependencies (`pip install --group`)."""
+        pyproject = repo_dir / "pyproject.toml"
+        if not pyproject.is_file():
+            return []
+        try:
+            groups = tomllib.loads(pyproject.read_text(errors="replace")).get("dependency-groups") or {}
+        except tomllib.TOMLDecodeError:
+            return []
+        return [g for g in _TEST_EXTRAS if g in groups]
+
     def requirement_files(self, repo_dir: Path) -> list[str]:
         found: list[str] = []
         for pattern in _REQ_GLOBS:
@@ -136,6 +147,8 @@ class PythonLanguage:
             extras = self.test_extras(repo_dir)
             target = "." + (f"[{','.join(extras)}]" if extras else "")
             steps.append(f"RUN {PIP} -e {shlex.quote(target)}")
+        for group in self.test_groups(repo_dir)[:1]:  # pip >= 25.1
+            steps.append(f"RUN {PIP} --group {shlex.quote(group)}")
         deps = self.tox_deps(repo_dir)
         if deps:
             steps.append(f"RUN {PIP} " + " ".join(shlex.quote(d) for d in deps))

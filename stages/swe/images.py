@@ -260,6 +260,9 @@ def build_requires(src: Path) -> list[str]:
             # setuptools before 70.1 builds editable wheels with the separate `wheel` package
             if any(r.startswith("setuptools") for r in req) and not any(r.startswith("wheel") for r in req):
                 req.append("wheel")
+            # hatchling's editable builds need `editables` (asked for by its build hook)
+            if any(r.startswith("hatchling") for r in req) and not any(r.startswith("editables") for r in req):
+                req.append("editables")
             return req
     return ["setuptools", "wheel"]
 
@@ -281,9 +284,10 @@ def env_dockerfile(base_tag: str, install_steps: list[str], requires: list[str],
 
 
 def instance_dockerfile(env_tag: str, editable: bool) -> str:
-    install = (
-        "python3 -m pip install --no-input --no-deps --no-build-isolation -e . && " if editable else ""
-    )
+    # without build isolation first (the env layer has the build requirements); a backend
+    # that needs more for editable builds gets them resolved, date-pinned like the rest
+    pip = "python3 -m pip install --no-input --no-deps"
+    install = f"({pip} --no-build-isolation -e . || {pip} -e .) && " if editable else ""
     return "\n".join(
         [
             f"FROM {env_tag}",
