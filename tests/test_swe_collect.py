@@ -161,6 +161,15 @@ def test_python_rules_and_install_recipe(fx, tmp_path):
     steps = PYTHON.install_steps(proj)
     assert steps[0].endswith("-r requirements-dev.txt")
     assert any("-e '.[tests]'" in s for s in steps) and any(s.endswith("pytest-mock") for s in steps)
+    grouped = tmp_path / "grouped"
+    grouped.mkdir()
+    (grouped / "pyproject.toml").write_text('[build-system]\nrequires = ["hatchling"]\n[project]\nname = "g"\n'
+                                            '[dependency-groups]\ntests = ["hypothesis"]\ndocs = ["sphinx"]\n')
+    assert "RUN python3 -m pip install --no-input --group tests" in PYTHON.install_steps(grouped)
+    from rlclimb.stages.swe.images import build_requires
+
+    assert build_requires(grouped) == ["hatchling", "editables"]
+    assert build_requires(fx.repo) == ["setuptools>=61", "wheel"]
     (tmp_path / "empty").mkdir()
     with pytest.raises(LookupError, match="no supported language"):
         language_for(tmp_path / "empty")
