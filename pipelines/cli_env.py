@@ -184,7 +184,11 @@ def _check_swe(path: Path, index: int | None, id_: str | None) -> None:
         _fail(f"no readable rows in {path}")
     table = Table(title=f"swe: gold and empty patches ({path})", title_justify="left")
     for col in ("instance", "patch", "resolved", "expected", "tests passed", "s", "detail"):
-        table.add_column(col, justify="right" if col in ("tests passed", "s") else "left")
+        table.add_column(
+            col,
+            justify="right" if col in ("tests passed", "s") else "left",
+            overflow="fold",  # instance ids are the point of the table: never cut
+        )
     failed = 0
     for row in rows:
         name = str(row.get("instance_id") or row.get("id") or "?")
