@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from rlclimb.environments.sandbox.docker_backend import docker_available
 from rlclimb.pipelines.cli import app
+from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow,
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1800),  # minutes of containers
               pytest.mark.skipif(not docker_available(BASE_IMAGE), reason="needs the Docker engine and the base image")]
 
 OPS = '''def area(w, h):
@@ -98,27 +99,44 @@ def github_run(tmp_path_factory):
     return run, base
 
 
+# The LLM's rewrite (scripted): one function with a plausible boundary bug, in a python block.
+REWRITE = "Here it is:\n```python\ndef window_sums(seq, k):\n    return [sum(seq[i:i + k]) for i in range(len(seq) - k)]\n```\n"
+
+
+def rewrite_reply(body, n):
+    prompt = body["messages"][0]["content"]
+    return Reply(REWRITE if "def window_sums" in prompt else "I cannot rewrite this one.")
+
+
 @pytest.fixture(scope="module")
 def synth(github_run, tmp_path_factory):
     run, _ = github_run
     out = tmp_path_factory.mktemp("out") / "synth"
     cfg = out.parent / "synth.yaml"
-    cfg.write_text(
-        "stages:\n"
-        "  synth_candidates: {kinds: [operator, swap_arguments, off_by_one], per_kind: 20}\n"
-        "  synth_validate: {trials: 2}\n"
-    )
-    result = CliRunner().invoke(app, ["run", "swe-synth", "--input", str(run), "--out", str(out), "-c", str(cfg), "-q"])
+    with ScriptedServer() as server:
+        server.script(rewrite_reply)
+        cfg.write_text(
+            "llm:\n"
+            f"  profiles: {{p: {{base_url: '{server.base_url}', model: m, api_key: k, backoff_s: 0.01}}}}\n"
+            "  roles: {bugger: p}\n"
+            "stages:\n"
+            "  synth_candidates: {kinds: [operator, swap_arguments, off_by_one], per_kind: 20,"
+            " llm_role: bugger, llm_functions: 5}\n"
+            "  synth_validate: {trials: 2}\n"
+        )
+        result = CliRunner().invoke(app, ["run", "swe-synth", "--input", str(run), "--out", str(out), "-c", str(cfg), "-q"])
+        asked = [r["messages"][0]["content"] for r in server.requests]
     assert result.exit_code == 0, result.output
     tasks = [json.loads(x) for x in (out / "swebench.jsonl").read_text().splitlines()]
     ledger = [r for f in sorted((out / "ledger").glob("part-*.parquet")) for r in pq.read_table(f).to_pylist()]
+    assert len(asked) == 5 and all("subtle, plausible bug" in a for a in asked)  # 5 functions, one call each
     return out, tasks, ledger
 
 
 def test_three_kinds_and_a_revert_become_tasks(synth):
     _, tasks, ledger = synth
     kinds = {t["recipe"]["kind"] for t in tasks}
-    assert {"operator", "swap_arguments", "off_by_one", "revert"} <= kinds, [(r["reason"], r["detail"]) for r in ledger]
+    assert {"operator", "swap_arguments", "off_by_one", "revert", "llm_rewrite"} <= kinds, [(r["reason"], r["detail"]) for r in ledger]
     for t in tasks:
         assert t["synthetic"] is True and t["test_patch"] == "" and t["FAIL_TO_PASS"]
         assert set(t["FAIL_TO_PASS"]).isdisjoint(t["PASS_TO_PASS"])

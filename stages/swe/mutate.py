@@ -259,3 +259,83 @@ def candidates(source: str, path: str, kinds: tuple[str, ...] = KINDS) -> Iterat
         if mutated == source:
             continue
         yield Mutation(kind, path, line, function, before, after, source, mutated)
+
+
+class _Replace(cst.CSTTransformer):
+    """Swap the function named `qualname` (Class.method) for `new`."""
+
+    def __init__(self, qualname: str, new: cst.FunctionDef) -> None:
+        super().__init__()
+        self.target, self.new, self.scope, self.done = qualname, new, [], False
+
+    def visit_ClassDef(self, node):
+        self.scope.append(node.name.value)
+
+    def leave_ClassDef(self, original, updated):
+        self.scope.pop()
+        return updated
+
+    def visit_FunctionDef(self, node):
+        self.scope.append(node.name.value)
+
+    def leave_FunctionDef(self, original, updated):
+        name = ".".join(self.scope)
+        self.scope.pop()
+        if name == self.target and not self.done:
+            self.done = True
+            return self.new.with_changes(leading_lines=original.leading_lines)
+        return updated
+
+
+def functions(source: str) -> list[tuple[str, str]]:
+    """(qualified name, code) of every function in a module, outermost first."""
+    out: list[tuple[str, str]] = []
+    module = cst.parse_module(source)
+
+    class _List(cst.CSTVisitor):
+        scope: list[str] = []
+
+        def visit_ClassDef(self, node):
+            self.scope.append(node.name.value)
+
+        def leave_ClassDef(self, node):
+            self.scope.pop()
+
+        def visit_FunctionDef(self, node):
+            self.scope.append(node.name.value)
+            out.append((".".join(self.scope), module.code_for_node(node).strip("\n")))
+
+        def leave_FunctionDef(self, node):
+            self.scope.pop()
+
+    _List.scope = []
+    module.visit(_List())
+    return out
+
+
+def replace_function(source: str, path: str, qualname: str, new_code: str, kind: str = "llm_rewrite") -> Mutation | None:
+    """The module with function `qualname` replaced by `new_code` (an LLM's rewrite), as a
+    Mutation; None when the code is not one function of that name or changes nothing."""
+    try:
+        parsed = cst.parse_module(new_code.strip("\n") + "\n")
+    except cst.ParserSyntaxError:
+        return None
+    defs = [s for s in parsed.body if isinstance(s, cst.FunctionDef)]
+    if len(defs) != 1 or defs[0].name.value != qualname.rsplit(".", 1)[-1]:
+        return None
+    module = cst.parse_module(source)
+    # re-indent inside classes: libcst renders a FunctionDef at the depth it is placed
+    swap = _Replace(qualname, defs[0])
+    mutated = module.visit(swap).code
+    if not swap.done or mutated == source:
+        return None
+    before = dict(functions(source)).get(qualname, "")
+    return Mutation(kind, path, _line_of(source, qualname), qualname, before, new_code.strip(), source, mutated)
+
+
+def _line_of(source: str, qualname: str) -> int:
+    name = qualname.rsplit(".", 1)[-1]
+    for i, line in enumerate(source.splitlines(), 1):
+        if line.lstrip().startswith(("def " + name + "(", "async def " + name + "(")):
+            return i
+    return 0

@@ -13,8 +13,10 @@ text; `synth_export` writes swebench.jsonl with `"synthetic": true` and the reci
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatch
@@ -22,9 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from rlclimb.environments.swe.grading import GradingError
-from rlclimb.pipelines.stage import Drop, Keep, Record, Stage, StageConfig, StageContext
+from rlclimb.pipelines.stage import (
+    ConfigError,
+    Drop,
+    Keep,
+    Record,
+    Stage,
+    StageConfig,
+    StageContext,
+)
 
-from .mutate import KINDS, candidates
+from .mutate import KINDS, candidates, functions, replace_function
 from .statement import failure_lines, leaks, llm_prompt, template_statement
 from .synth import (
     bake,
@@ -86,6 +96,8 @@ class CandidatesConfig(StageConfig):
     per_kind: int = 3  # candidates kept per kind and base instance (seeded choice)
     reverts: bool = True  # also re-introduce the bugs past fixes repaired
     max_reverts: int = 5
+    llm_role: str = ""  # with a role: an LLM also rewrites functions with a plausible bug
+    llm_functions: int = 3  # functions rewritten per base instance (seeded choice)
 
 
 class SynthCandidates(Stage):
@@ -95,11 +107,18 @@ class SynthCandidates(Stage):
     seeded = True
     Config = CandidatesConfig
 
-    def process(self, record: Record, ctx: StageContext) -> list[Record] | Drop:
+    def check(self, llm_config: Any) -> None:
         unknown = set(self.config.kinds) - set(KINDS)
         if unknown:
-            return Drop("bad_config", f"unknown mutation kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
-        sources = read_sources(record["image"], record)
+            raise ConfigError(f"synth_candidates.kinds: unknown {sorted(unknown)}; known: {', '.join(KINDS)}")
+        if self.config.llm_role:
+            from rlclimb.stages.documents.parse_vlm import require_llm
+
+            require_llm(llm_config, self.config.llm_role, "synth_candidates.llm_role")
+
+    async def process(self, record: Record, ctx: StageContext) -> list[Record] | Drop:
+        # Docker work goes to threads: the stage is async for its LLM calls.
+        sources = await asyncio.to_thread(read_sources, record["image"], record)
         if sources.head != record["base_commit"]:
             return Drop("image_mismatch", f"{record['image']} holds {sources.head[:12]}, the instance says "
                                           f"{record['base_commit'][:12]}: rebuild the github-prs run's images")
@@ -122,11 +141,38 @@ class SynthCandidates(Stage):
                 out.append(self._candidate(record, sources.tests, kind, m.bug_diff, m.fix_diff, m.recipe()))
         if self.config.reverts:
             for fix in record.get("past_fixes", [])[: self.config.max_reverts]:
-                bug = revert_candidate(record["image"], fix["patch"])
+                bug = await asyncio.to_thread(revert_candidate, record["image"], fix["patch"])
                 if bug:
                     recipe = {"kind": "revert", "reverts": fix["instance_id"]}
-                    out.append(self._candidate(record, sources.tests, "revert", bug, _inverse(record, bug), recipe))
+                    fixed = await asyncio.to_thread(_inverse, record, bug)
+                    out.append(self._candidate(record, sources.tests, "revert", bug, fixed, recipe))
+        if self.config.llm_role and ctx.llm is not None:
+            for m in await self._rewrites(sources.code, ctx):
+                out.append(self._candidate(record, sources.tests, m.kind, m.bug_diff, m.fix_diff,
+                                           {**m.recipe(), "model": self.config.llm_role}))
         return out or Drop("no_candidates", "no mutable code found")
+
+    async def _rewrites(self, code: dict[str, str], ctx: StageContext) -> list:
+        """Functions of 2+ lines, a seeded choice, each rewritten by the LLM with a plausible bug;
+        replies that are not one function of the same name, or change nothing, are skipped."""
+        pool = []
+        for path in sorted(code):
+            if self.config.paths and not any(fnmatch(path, g) for g in self.config.paths):
+                continue
+            try:
+                pool += [(path, name, body) for name, body in functions(code[path]) if body.count("\n") >= 1]
+            except Exception:
+                continue
+        pool.sort(key=lambda x: _rank(ctx.seed, "llm", x[0], x[1]))
+        found = []
+        for path, name, body in pool[: self.config.llm_functions]:
+            reply = await ctx.llm.complete(self.config.llm_role, [{"role": "user", "content": REWRITE_PROMPT.format(
+                path=path, code=body)}], tag=self.name, max_tokens=1200)
+            block = _PY_BLOCK.search(reply.text)
+            m = replace_function(code[path], path, name, block.group(1) if block else reply.text)
+            if m is not None:
+                found.append(m)
+        return found
 
     @staticmethod
     def _candidate(base: Record, tests: list[str], kind: str, bug: str, fix: str, recipe: dict) -> Record:
@@ -139,6 +185,19 @@ class SynthCandidates(Stage):
             "created_at": base.get("created_at") or "", "language": base.get("language") or "python",
             "test_files": tests, "bug_patch": bug, "patch": fix, "kind": kind, "recipe": json.dumps(recipe),
         }
+
+
+REWRITE_PROMPT = """Here is a function from {path} in a Python library:
+
+```python
+{code}
+```
+
+Rewrite it so that it contains one subtle, plausible bug of the kind a developer makes (a wrong
+boundary, an inverted or missing condition, a forgotten case, a wrong variable). Keep its name,
+signature and behaviour otherwise, keep it importable, and add no comment or name that points at
+the change. Answer with the whole function in one ```python block and nothing else."""
+_PY_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 
 
 def _rank(seed: int, *parts: object) -> str:
