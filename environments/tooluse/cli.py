@@ -72,17 +72,27 @@ def import_env(
         _fail(f"unknown format {format!r}; known: {', '.join(FORMATS)}")
     if not src.is_dir():
         _fail(f"source not found: {src}")
-    domains = find_domains(src)
-    if not domains:
-        _fail(f"no tau-bench domain under {src} (expected tools/, data/*.json and tasks*.py)")
-    for d in domains:
-        target = out if len(domains) == 1 else out / d.name
+    from rlclimb.environments.tooluse.tau2_import import find_tau2_domains, import_tau2_domain
+
+    jobs = [(d.name, lambda t, d=d: import_domain(d, t)) for d in find_domains(src)]
+    jobs += [
+        (f"tau2_{code.name}", lambda t, c=code, d=data: import_tau2_domain(c, d, t))
+        for code, data in find_tau2_domains(src)
+    ]
+    if not jobs:
+        _fail(
+            f"no tau-bench domain under {src} (v1: tools/, data/*.json and tasks*.py; tau2: "
+            "src/tau2/domains/<d>/tools.py with data/tau2/domains/<d>/tasks.json)"
+        )
+    for name, run_import in jobs:
+        target = out if len(jobs) == 1 else out / name
         try:
-            report = import_domain(d, target)
+            report = run_import(target)
         except ImportError_ as e:
             _fail(str(e))
+        tools = f"{report.tools} tools" if report.tools >= 0 else "toolkit tools"
         console.print(
-            f"{d.name}: {report.tasks} tasks, {report.tools} tools -> {target}"
+            f"{name}: {report.tasks} tasks, {tools} -> {target}"
             + (f"; {len(report.skipped)} task(s) skipped" if report.skipped else ""),
             highlight=False,
         )

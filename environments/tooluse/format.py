@@ -86,6 +86,9 @@ class ToolEnvSpec(BaseModel):
     personas: list[dict[str, Any]] = Field(default_factory=list)
     state: StateConfig = Field(default_factory=StateConfig)
     files: list[str] = Field(default_factory=list)
+    # Installed pure or binary Python packages copied from the host into the sandbox's path
+    # (`.vendor/`), for tools that need more than the standard library (tau2's pydantic models).
+    vendor: list[str] = Field(default_factory=list)
     grader: GraderConfig = Field(default_factory=GraderConfig)
     source: dict[str, Any] = Field(default_factory=dict)
     tools_file: str = "tools.py"
@@ -122,7 +125,27 @@ class ToolEnvSpec(BaseModel):
                 continue  # a seed is optional
             else:
                 raise FormatError(self.root, f"{name} is missing")
+        for package in self.vendor:
+            files.update(vendored(package))
         return files
+
+
+def vendored(package: str) -> dict[str, bytes]:
+    """An installed package's files (no caches) as `.vendor/<package>/...`."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None:
+        raise ValueError(f"vendor: package {package!r} is not installed on the host")
+    if not spec.submodule_search_locations:
+        origin = Path(spec.origin)
+        return {f".vendor/{origin.name}": origin.read_bytes()}
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return {
+        f".vendor/{package}/{p.relative_to(root).as_posix()}": p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
 
 
 class _Dumper(yaml.SafeDumper):

@@ -84,7 +84,9 @@ def _doc_parts(doc: str) -> tuple[str, dict[str, str]]:
 
 def schema_of(fn) -> dict:
     """The OpenAI function schema of a tool function (declared, or derived)."""
-    meta = getattr(fn, "__tool__", {})
+    meta = getattr(fn, "__tool__", None)
+    if not isinstance(meta, dict):  # unmarked, or another framework's marker (tau2 sets True)
+        meta = {}
     if meta.get("schema"):
         return meta["schema"]
     description, param_docs = _doc_parts(fn.__doc__ or "")

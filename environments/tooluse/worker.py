@@ -106,10 +106,17 @@ def main():
         with open(".worker.json", encoding="utf-8") as f:
             cfg = json.load(f)
         sys.path.insert(0, os.getcwd())
+        if os.path.isdir(".vendor"):
+            sys.path.insert(1, os.path.join(os.getcwd(), ".vendor"))
         import rlclimb_tools
 
-        state = load_state(cfg)
         module = importlib.import_module(cfg["tools_module"])
+        state = load_state(cfg)
+        # tools.py may wrap the loaded documents in its own objects (tau2: a pydantic DB inside
+        # a toolkit) and say how to export them back to JSON
+        if callable(getattr(module, "load_state", None)):
+            state = module.load_state(state)
+        exporter = getattr(module, "export_state", None)
         tools = rlclimb_tools.collect(module)
         listing = [
             {"name": n, "kind": k, "schema": rlclimb_tools.schema_of(fn)}
@@ -129,7 +136,7 @@ def main():
         if op == "call":
             send(call(cfg, state, tools, req.get("name"), req.get("arguments", {})))
         elif op == "state":
-            send({"state": export_state(cfg, state)})
+            send({"state": exporter(state) if callable(exporter) else export_state(cfg, state)})
         else:
             send({"ok": False, "error": f"unknown op {op!r}"})
 
