@@ -1,5 +1,5 @@
 """swe-synth: a github-prs run's environments -> synthetic SWE tasks (injected bugs the tests
-catch), exported as swebench.jsonl with `"synthetic": true` (SPEC §3 item 6)."""
+catch), exported as swebench.jsonl with `"synthetic": true`."""
 
 from __future__ import annotations
 
