@@ -230,3 +230,10 @@ def test_diff_files_and_run_list(fixture_instance):
     ]
     assert grading.files_to_run(instance) == ["tests/test_calc.py", "tests/test_flaky.py"]
     assert grading.is_framework_file("pkg/conftest.py") and grading.is_framework_file("x.pth")
+    gone = {
+        **instance,
+        "test_patch": instance["test_patch"]
+        + "diff --git a/tests/test_old.py b/tests/test_old.py\ndeleted file mode 100644\n"
+        "--- a/tests/test_old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n",
+    }
+    assert grading.files_to_run(gone) == ["tests/test_calc.py", "tests/test_flaky.py"]

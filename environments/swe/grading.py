@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import secrets
 import shlex
 import tarfile
@@ -111,10 +112,16 @@ def files_to_run(instance: dict) -> list[str]:
     if instance.get("test_files"):
         return list(instance["test_files"])
     lang = language_of(instance)
+    test_patch = instance.get("test_patch") or ""
+    # Files the test diff deletes (`+++ /dev/null`) are not there to run.
+    deleted = set(re.findall(r"(?m)^--- a/(\S+)\n\+\+\+ /dev/null", test_patch))
     return [
         f
-        for f in diff_files(instance.get("test_patch") or "")
-        if lang.is_test_path(f) and f.endswith(".py") and not f.endswith("conftest.py")
+        for f in diff_files(test_patch)
+        if lang.is_test_path(f)
+        and f.endswith(".py")
+        and not f.endswith("conftest.py")
+        and f not in deleted
     ]
 
 
