@@ -182,15 +182,19 @@ def set_dropout(model, p: float) -> None:
 
 def packed_loss(model, examples: list[Example], mode: str, capacity: int, device, *, backward):
     """Sum over packed rows of -sum_t w_t log p(token_t): weights normalized over `examples`
-    (one optimizer step); backward=True runs backward per row (memory: one row at a time)."""
+    (one optimizer step); backward=True runs backward per row (memory: one row at a time). The
+    body runs under bf16 autocast where the GPU has it; the head only over completion tokens, in
+    fp32 and chunked (loss.completion_logprobs), as in the RL learner."""
     import torch
 
-    from .loss import token_weights
+    from .loss import completion_logprobs, token_weights
     from .packing import pack_rows
+    from .rollout import body
 
+    autocast = device.type == "cuda" and torch.cuda.is_bf16_supported()
     rows = pack_rows([len(e.ids) for e in examples], capacity)
     row_of = {j: r for r, members in enumerate(rows) for j in members}
-    masks = [torch.tensor(e.mask[1:], dtype=torch.float32) for e in examples]  # targets
+    masks = [torch.tensor(e.mask[1:], dtype=torch.float32) for e in examples]  # per target
     weights = token_weights(
         mode,
         torch.cat(masks),
@@ -199,26 +203,29 @@ def packed_loss(model, examples: list[Example], mode: str, capacity: int, device
     ).split([len(m) for m in masks])
     total = 0.0
     for members in rows:
-        ids = torch.tensor([t for j in members for t in examples[j].ids], device=device)[None]
+        ids = torch.tensor([t for j in members for t in examples[j].ids])[None]
         positions = torch.cat([torch.arange(len(examples[j].ids)) for j in members])[None]
-        # the last token of each sample predicts nothing (the next sample starts there)
+        # position i predicts token i + 1 of its own sample; only completion targets count
         pick, targets, w = [], [], []
         start = 0
         for j in members:
-            n = len(examples[j].ids)
-            pick.append(torch.arange(start, start + n - 1))
-            targets.append(torch.tensor(examples[j].ids[1:]))
-            w.append(weights[j])
-            start += n
-        logits = model(
-            input_ids=ids,
-            attention_mask=None,
-            position_ids=positions.to(device),
-            use_cache=False,
-        ).logits[0]
-        pick = torch.cat(pick).to(device)
-        logp = logits[pick].float().log_softmax(-1)
-        logp = logp.gather(-1, torch.cat(targets).to(device)[:, None]).squeeze(-1)
+            e, keep = examples[j], masks[j].bool()
+            pick.append(torch.arange(start, start + len(e.ids) - 1)[keep])
+            targets.append(torch.tensor(e.ids[1:])[keep])
+            w.append(weights[j][keep])
+            start += len(e.ids)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+            hidden = body(model)(
+                input_ids=ids.to(device),
+                attention_mask=None,  # packed: positions restarting per sample separate them
+                position_ids=positions.to(device),
+                use_cache=False,
+            ).last_hidden_state
+        logp = completion_logprobs(
+            hidden[0, torch.cat(pick).to(device)][None],
+            model.get_output_embeddings(),
+            torch.cat(targets).to(device)[None],
+        )[0]
         loss = -(torch.cat(w).to(device) * logp).sum()
         if backward:
             loss.backward()
