@@ -148,13 +148,15 @@ def test_episode_right_and_wrong(bike):
             tc("place_order", customer_id="c002", items=ORDER_LINES),
             "Ordered, 131.",
         ]
-        env.rollout(task, scripted_policy(twice))
+        traj = env.rollout(task, scripted_policy(twice))
+        assert traj.stop_reason == "done" and traj.steps == 6  # the user said yes again
         reward = env.score(task, "Ordered, 131.")
         assert reward.components["task"] == 0.0 and "differs" in reward.detail
 
         # right state, but the user is never told the total: gated to 0
         silent = right[:2] + ["Shall I order them?", right[3], "Done."]
-        env.rollout(task, scripted_policy(silent))
+        traj = env.rollout(task, scripted_policy(silent))
+        assert traj.steps == 5
         reward = env.score(task, "Done.")
         assert reward.components["task"] == 0.0 and "missing output '131'" in reward.detail
 

@@ -13,7 +13,8 @@ applies the graders (`graders.grade_episode`) with the environment's grader sett
     env.score(task, traj.final_response)                         # Reward with components
 
 User simulators: `ScriptedUser` (fixed lines, for tests) or `LLMUser` (an LLM through
-pipelines/llm.py, tau-bench's prompt) — anything with `opening(task)` and `reply(task, history)`.
+pipelines/llm.py, tau-bench's prompt): anything with `opening(task)` and `reply(task, history)`
+(and optionally `reset()`, called at each episode start).
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ class ScriptedUser:
     def __init__(self, lines: Sequence[str], opening: str | None = None) -> None:
         self.lines, self._opening, self._i = list(lines), opening, 0
 
-    def opening(self, task: ToolTask) -> str:
+    def reset(self) -> None:
         self._i = 0
+
+    def opening(self, task: ToolTask) -> str:
         return self._opening if self._opening is not None else task.instruction
 
     def reply(self, task: ToolTask, history: list[dict[str, str]]) -> str:
@@ -174,6 +177,7 @@ class ToolUseEnvironment(Environment):
         self._specs: dict[str, ToolEnvSpec] = {}
         self._runtimes: dict[str, ToolRuntime] = {}
         self._episode: _Episode | None = None
+        self._openings: dict[str, str] = {}
 
     # environments and runtimes ----------------------------------------------------------------
     def task_of(self, task: Any) -> ToolTask:
@@ -204,7 +208,12 @@ class ToolUseEnvironment(Environment):
     def messages(self, task: Any) -> list[dict[str, str]]:
         task = self.task_of(task)
         runtime = self.runtime_for(task)
-        first = self.user.opening(task) if self.user is not None else task.instruction
+        # one opening per task: the trainer's prompt and rollout()'s must be the same text
+        if task.id not in self._openings:
+            self._openings[task.id] = (
+                self.user.opening(task) if self.user is not None else task.instruction
+            )
+        first = self._openings[task.id]
         return [
             {"role": "system", "content": system_prompt(self.spec_for(task), runtime.schemas())},
             {"role": "user", "content": first},
@@ -215,6 +224,8 @@ class ToolUseEnvironment(Environment):
         task = self.task_of(task)
         runtime = self.runtime_for(task)
         runtime.reset()
+        if callable(getattr(self.user, "reset", None)):  # a new conversation (scripted lines)
+            self.user.reset()
         self._task = task
         prompt = self.messages(task)
         self._episode = _Episode(task, runtime, history=[dict(prompt[-1])])
