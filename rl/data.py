@@ -3,7 +3,8 @@ dataset directory or file (.parquet, .jsonl, .jsonl.gz; a mix directory: its tra
 weighted sources, each with an optional polars SQL filter and max_items).
 
 Each row becomes a typed record (QAItem or CodeProblem) and is routed to its environment by
-`environments.base.kind_of`; a tool environment directory (env.yaml + tasks.jsonl), given as MIX
+`environments.base.kind_of` (SWE-bench instance rows, e.g. a SWE run's swebench.jsonl, stay rows
+for the multi-turn `swe` environment); a tool environment directory (env.yaml + tasks.jsonl), given as MIX
 or as a mix source, gives its tasks to the multi-turn `tool` environment, so one mix can hold
 several kinds. Mix weights become sampling weights: with `total`, each source
 contributes round(total * share) items (repeated if it has fewer); without it, every item is kept
@@ -31,11 +32,26 @@ class Item:
 
     @property
     def id(self) -> str:
+        if isinstance(self.record, dict):  # a SWE-bench instance, kept as its row
+            return str(self.record["instance_id"])
         return self.record.id
 
 
+def is_swe(row: Any) -> bool:
+    """A SWE-bench instance row (environments.base.kind_of's rule), for the `swe` environment."""
+    return isinstance(row, dict) and "patch" in row and "base_commit" in row
+
+
 def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list[Item]:
-    return [Item(rec, kind) for kind, rec in typed_records(rows, where, skipped, "a training item")]
+    swe = []
+    for n, row in enumerate(rows):
+        if is_swe(row):
+            if row.get("instance_id") and row.get("problem_statement"):
+                swe.append(Item(row, "swe"))
+            else:
+                skipped.append(f"{where}: row {n}: a SWE instance without instance_id or problem_statement")
+    rest = [r for r in rows if not is_swe(r)]
+    return swe + [Item(rec, kind) for kind, rec in typed_records(rest, where, skipped, "a training item")]
 
 
 def tool_env_items(path: Path) -> list[Item]:

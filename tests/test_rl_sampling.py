@@ -71,3 +71,31 @@ def test_config_takes_sampling_and_curriculum():
     assert cfg.sampling == "prioritized" and cfg.curriculum[0]["until_step"] == 5
     with pytest.raises(ValueError):
         GRPOConfig(sampling="greedy")
+
+
+def test_a_mix_routes_swe_instances_tool_tasks_and_qa(tmp_path):
+    """Mix sources of three kinds: a SWE-bench instance file (rows kept for the swe
+    environment; one without an instance id skipped with a reason), a tool environment
+    directory and a QA file."""
+    import json
+    from pathlib import Path
+
+    from rlclimb.rl.data import load_items
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    swe = tmp_path / "swebench.jsonl"
+    row = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc", "patch": "diff",
+           "test_patch": "diff", "problem_statement": "Fix it.", "FAIL_TO_PASS": ["t"]}
+    swe.write_text(json.dumps(row) + "\n" + json.dumps({**row, "instance_id": ""}) + "\n")
+    spec = tmp_path / "mix.yaml"
+    spec.write_text(
+        "name: three\nsources:\n"
+        f"  - path: {swe}\n"
+        f"  - path: {examples / 'tool_envs' / 'bike_shop'}\n    max_items: 2\n"
+        f"  - path: {examples / 'arithmetic.jsonl'}\n    max_items: 3\n"
+    )
+    skipped = []
+    mix = load_items(spec, skipped)
+    assert Counter(i.kind for i in mix) == {"swe": 1, "tool": 2, "math": 3}
+    assert next(i for i in mix if i.kind == "swe").id == "o__r-1"
+    assert len(skipped) == 1 and "without instance_id" in skipped[0]
