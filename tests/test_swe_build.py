@@ -21,7 +21,7 @@ from rlclimb.schemas.swe import parse_pr
 from rlclimb.stages.swe import agent, builder, images
 from rlclimb.stages.swe.probe import run_probe
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]  # image builds on a loaded machine
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import time
 import pytest
 from helpers.swe_repo import build_swe_repo, skip_without_docker_builds
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]  # image builds on a loaded machine
 
 SWEBENCH_FIELDS = {"instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
                    "FAIL_TO_PASS", "PASS_TO_PASS", "image", "eval_script", "version", "created_at"}
