@@ -1,6 +1,6 @@
 """Ray executor vs local: a CPU-bound row segment and MinHash dedup, per-record cost as input grows.
 
-    python benchmarks/ray_throughput.py --sizes 100000,300000 [--ray-address HOST:PORT] [--workers 2]
+    python benchmarks/ray_throughput.py --sizes 100000,300000 [--ray-address HOST:PORT] [--workers 2] [--engines local:1,ray:2]
 
 Input: synthetic QA JSONL (templated questions, 5% case-variant duplicates, 5% one-word edits).
 Pipelines: `segment` = import -> normalize -> validate (one fused row segment);
@@ -56,9 +56,12 @@ def main() -> None:
     ap.add_argument("--shard-size", type=int, default=10_000)
     ap.add_argument("--ray-address", default=None)
     ap.add_argument("--pipelines", default="segment,minhash")
+    ap.add_argument("--engines", default=None, help="e.g. local:1,ray:2 (default: local:1, local:W, ray:W)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ray-bench-"))
     engines = [("local", 1), ("local", args.workers), ("ray", args.workers)]
+    if args.engines:
+        engines = [(e.split(":")[0], int(e.split(":")[1])) for e in args.engines.split(",")]
     try:
         for n in (int(s) for s in args.sizes.split(",")):
             src = tmp / f"in-{n}.jsonl"

@@ -3,11 +3,14 @@ cluster, in batches of any size) decide exactly as when they compute them themse
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from rlclimb.pipelines.engine.sketch import SketchFeed
 from rlclimb.pipelines.stage import StageContext
+from rlclimb.stages.dedup.decontam import Decontam
 from rlclimb.stages.dedup.exact import ExactDedup
 from rlclimb.stages.dedup.minhash import MinHashDedup
 
@@ -37,15 +40,29 @@ def batches(stage, rows, sizes):
         i += n
 
 
-@pytest.mark.parametrize("make", [lambda: ExactDedup(), lambda: MinHashDedup(batch_size=64)], ids=["exact", "minhash"])
+BENCH = [{"question": "What is the value of 12 plus 3, said the teacher to the class?", "answer": "15"},
+         {"question": "what is the value of 30 plus 3, said the tutor to the class", "answer": "33"}]
+
+
+def decontam(tmp_path):
+    bench = tmp_path / "bench.jsonl"
+    if not bench.exists():
+        bench.write_text("".join(json.dumps(b) + "\n" for b in BENCH))
+    stage = Decontam(benchmarks=[str(bench)], batch_size=64, matchers=["exact", "minhash"])
+    stage.setup(StageContext(run_dir=tmp_path))
+    return stage
+
+
+@pytest.mark.parametrize("make", [lambda p: ExactDedup(), lambda p: MinHashDedup(batch_size=64), decontam],
+                         ids=["exact", "minhash", "decontam"])
 def test_fed_sketches_give_the_same_decisions(tmp_path, make):
     rows = records()
-    plain = decisions(make(), [dict(r) for r in rows], StageContext(run_dir=tmp_path / "a"))
-    stage = make()
+    plain = decisions(make(tmp_path), [dict(r) for r in rows], StageContext(run_dir=tmp_path / "a"))
+    stage = make(tmp_path)
     feed = SketchFeed(batches(stage, rows, [1, 50, 7, 128, 3] * 40))
     fed = decisions(stage, [dict(r) for r in rows], StageContext(run_dir=tmp_path / "b", extras={"sketches": feed}))
     assert fed == plain
-    assert sum(isinstance(d, tuple) for d in plain) > 30
+    assert sum(isinstance(d, tuple) for d in plain) > 10
 
 
 def test_a_feed_shorter_than_the_input_is_an_error():

@@ -27,6 +27,7 @@ Design
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pickle
@@ -152,19 +153,22 @@ def part_slices(parts: list[Path], size: int) -> Iterator[tuple[str, int, int]]:
             yield str(path), offset, min(size, n - offset)
 
 
-def _sketch_slice(batch: dict, stage: Stage) -> dict:
-    """A Ray Data task: the sketches of one slice of the global stage's input."""
-    path, offset, length = batch["path"][0], int(batch["offset"][0]), int(batch["length"][0])
-    rows = to_rows(pq.read_table(path).slice(offset, length))
-    return {k: np.asarray(v) for k, v in stage.sketch(rows).items()}
+class Sketcher:
+    """A Ray Data class UDF: the stage set up once per actor (decontam: its benchmark index,
+    the broadcast), then the sketches of one slice of the global stage's input per call."""
+
+    def __init__(self, stage: Stage, ctx: StageContext):
+        setup_stages([stage], ctx)
+        self.stage = stage
+
+    def __call__(self, batch: dict) -> dict:
+        path, offset, length = batch["path"][0], int(batch["offset"][0]), int(batch["length"][0])
+        rows = to_rows(pq.read_table(path).slice(offset, length))
+        return {k: np.asarray(v) for k, v in self.stage.sketch(rows).items()}
 
 
 def _restartable() -> dict[str, int]:
     return {"max_restarts": -1, "max_task_retries": -1}
-
-
-def _restartable_task() -> dict[str, int]:
-    return {"max_retries": -1}
 
 
 class RayExecutor(LocalExecutor):
@@ -201,9 +205,14 @@ class RayExecutor(LocalExecutor):
         if not specs:
             return super()._run_global(seg, seg_dir, progress)
         ray.data.DataContext.get_current().execution_options.preserve_order = True  # sketches in input order
+        shipped = copy.copy(stage)  # as it is before the driver's setup (an index may not pickle)
+        res = segment_resources([stage])
+        actors = self.options.shards_in_flight or max(1, int(cluster_cpus() / max(res["num_cpus"], 0.01)))
+        ctx = StageContext(run_dir=self.run.path, seed=self.options.seed, segment_dir=seg_dir)
         ds = ray.data.from_items(specs, override_num_blocks=len(specs)).map_batches(
-            _sketch_slice, fn_kwargs={"stage": stage}, batch_size=1, num_cpus=segment_resources([stage])["num_cpus"],
-            ray_remote_args_fn=_restartable_task)
+            Sketcher, fn_constructor_kwargs={"stage": shipped, "ctx": ctx}, batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=min(actors, len(specs))), num_cpus=res["num_cpus"],
+            **({"num_gpus": res["num_gpus"]} if res["num_gpus"] else {}), ray_remote_args_fn=_restartable)
         self.ctx.extras["sketches"] = SketchFeed(ds.iter_batches(batch_size=None, batch_format="numpy"))
         try:
             super()._run_global(seg, seg_dir, progress)

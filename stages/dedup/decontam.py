@@ -27,6 +27,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -312,16 +313,36 @@ class Decontam(Stage):
     def setup(self, ctx: StageContext) -> None:
         self.index = load_index(self.config) if self.config.benchmarks else None
 
+    def sketch(self, records: list[Record]) -> dict[str, Any]:
+        """Each record's match, independent of the others: a cluster computes it with the
+        benchmark index loaded once per actor (the broadcast); the stage on the driver only
+        books the results. Benchmark items by position in the index."""
+        index = getattr(self, "index", None)
+        found = index.match([input_text(r, self.config.field) for r in records]) if index else [None] * len(records)
+        pos = {id(item): j for j, item in enumerate(index.items)} if index else {}
+        return {"item": np.array([-1 if m is None else pos[id(m.benchmark)] for m in found], np.int64),
+                "matcher": np.array(["" if m is None else m.matcher for m in found], object),
+                "score": np.array([0.0 if m is None else m.score for m in found], np.float64)}
+
+    @staticmethod
+    def _unsketch(sk: dict[str, Any], index: Any) -> list[Match | None]:
+        return [None if j < 0 else Match(index.items[j], str(m), float(sc))
+                for j, m, sc in zip(sk["item"].tolist(), sk["matcher"].tolist(), sk["score"].tolist(), strict=True)]
+
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
         c, t0 = self.config, time.perf_counter()
         index = getattr(self, "index", None)
         if index is None and c.benchmarks:
             index = self.index = load_index(c)
         seen, matches, by_matcher, by_bench = 0, [], Counter(), Counter()
+        feed = ctx.extras.get("sketches")  # matches found on a cluster (ray executor), in order
         it = iter(records)
         while batch := list(islice(it, c.batch_size)):
             seen += len(batch)
-            found = index.match([input_text(r, c.field) for r in batch]) if index else [None] * len(batch)
+            if feed is not None:
+                found = self._unsketch(feed.take(len(batch)), index)
+            else:
+                found = index.match([input_text(r, c.field) for r in batch]) if index else [None] * len(batch)
             for rec, m in zip(batch, found, strict=True):
                 if m is None:
                     yield rec
