@@ -56,8 +56,8 @@ def _style(label: Label) -> str:
         return "keyword"
     if label.printed.lstrip("✓✔*†‡?• ").startswith("("):
         return "paren"
-    if label.printed[:1].isalpha():
-        return "prefix:" + label.printed[0]  # "T 5": its own series, apart from plain "5."
+    if label.printed[:1].isalpha() and label.number.isdigit():
+        return "prefix:" + label.printed[0]  # "T 5": its own series, apart from plain "5." ("A.1.101" is dotted)
     return "dotted" if "." in label.number else "plain"
 
 
