@@ -116,7 +116,22 @@ def cluster():
             mp.setenv("RAY_ADDRESS", c.address)
             yield c
     finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
         c.stop()
+        _forget_auth()
+
+
+def _forget_auth() -> None:
+    """Ray caches the auth mode and token in-process: with our environment gone, let later
+    tests (a local Ray of their own, no token) start from Ray's defaults again."""
+    try:
+        from ray._private.authentication_test_utils import reset_auth_token_state
+    except ImportError:  # another Ray version: nothing cached the same way
+        return
+    reset_auth_token_state()
 
 
 def outputs(run_dir: Path) -> tuple[list, list, list]:
