@@ -49,7 +49,7 @@ def build_times(log_dir: Path) -> list[dict]:
         for tag, s in blocks:
             kind = "base" if "swe-base" in tag else "env" if "swe-env" in tag else "instance"
             secs[kind] += float(s)
-        out.append({"instance": log.stem, **secs, "env_built": secs["env"] > 0, "ok": "leak probe clean" in text})
+        out.append({"id": log.stem, **secs, "env_built": secs["env"] > 0, "ok": "leak probe clean" in text})
     return out
 
 
