@@ -29,7 +29,7 @@ def run_ours(args, **overrides) -> dict:
     from rlclimb.rl.trainer import Trainer
 
     model, tok = base.build_model(args.model)
-    cfg = GRPOConfig(
+    values = dict(
         steps=args.steps,
         prompts_per_step=args.prompts,
         group_size=args.group,
@@ -44,8 +44,8 @@ def run_ours(args, **overrides) -> dict:
         log_rollouts=False,
         micro_batch_size=args.prompts * args.group,
         reward={"w_lang": 0.0, "w_len": 0.0},
-        **overrides,
     )
+    cfg = GRPOConfig(**{**values, **overrides})
     with tempfile.TemporaryDirectory() as out:
         rows = Trainer(cfg, model, tok, base.questions(64), out).train()
     timed = rows[1:]
@@ -54,6 +54,50 @@ def run_ours(args, **overrides) -> dict:
         "learn_s": statistics.mean(r["time/learn"] for r in timed),
         "tokens_per_s": statistics.mean(r["tokens_per_s"] for r in timed),
     }
+
+
+def learner_only(args, repeats: int = 5) -> dict:
+    """Seconds per learn() call on the same sampled groups, the variants interleaved (so load
+    changes hit each alike); median of `repeats`. Packing on CPU has no varlen attention kernel:
+    a packed row's attention is one masked [L, L] block instead of per-sample ones."""
+    import copy
+    import time
+
+    from rlclimb.rl.config import GRPOConfig
+    from rlclimb.rl.sampler import Group
+    from rlclimb.rl.trainer import Trainer
+
+    variants = {"padded": {}, "packed": {"packing": True}, "lora": {"lora_rank": args.lora}}
+    trainers, groups = {}, None
+    for name, extra in variants.items():
+        model, tok = base.build_model(args.model)
+        cfg = GRPOConfig(
+            group_size=args.group,
+            early_group_size=0,
+            max_new_tokens=args.tokens,
+            max_new_tokens_cap=args.tokens,
+            eval_items=0,
+            log_rollouts=False,
+            micro_batch_size=args.prompts * args.group,
+            **extra,
+        )
+        trainers[name] = Trainer(cfg, model, tok, base.questions(64), tempfile.mkdtemp())
+        if groups is None:
+            items = trainers[name].train_items[: args.prompts]
+            groups = [
+                Group(i, s)
+                for i, s in zip(items, trainers[name].rollout(items, args.group), strict=True)
+            ]
+            for g in groups:
+                for j, s in enumerate(g.samples):
+                    s.reward = float(j % 2)
+    times = {name: [] for name in trainers}
+    for _ in range(repeats):
+        for name, trainer in trainers.items():
+            t = time.perf_counter()
+            trainer.learn(copy.deepcopy(groups))
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def run_trl(args, lora_rank: int = 0) -> dict | str:
@@ -82,6 +126,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--steps", type=int, default=3, help="timed steps + 1 warm-up")
     parser.add_argument("--lora", type=int, default=16, help="LoRA rank of the LoRA rows")
+    parser.add_argument("--only", help="comma-separated row names to run (default: all)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     args.steps += 1
@@ -97,6 +142,16 @@ def main() -> None:
         "trl": lambda: run_trl(args),
         f"trl lora{args.lora}": lambda: run_trl(args, args.lora),
     }
+    if not args.only or "learner" in args.only:
+        learn = learner_only(args)
+        print(
+            "learner only (median s per learn(), interleaved): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in learn.items()),
+            flush=True,
+        )
+    if args.only:
+        wanted = {n.strip() for n in args.only.split(",")}
+        rows = {n: r for n, r in rows.items() if n in wanted}
     results = {}
     for name, run in rows.items():
         got = results[name] = run()
