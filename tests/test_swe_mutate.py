@@ -94,3 +94,9 @@ def test_no_string_arithmetic_and_no_chained_comparisons():
     src = 'def f(a, b):\n    return ("x" + a, 0 < a < b)\n'
     kinds = [(m.kind, m.before) for m in candidates(src, "f.py")]
     assert ("operator", '"x" + a') not in kinds and not any("<" in before for _, before in kinds)
+
+
+def test_an_elif_is_not_flattened():
+    src = "def f(x):\n    if x > 1:\n        return 2\n    elif x > 0:\n        return 1\n    return 0\n"
+    found = list(candidates(src, "f.py", kinds=("remove_condition",)))
+    assert found == []  # the `if` has an else branch (the elif); the elif sits where no statement may

@@ -91,6 +91,7 @@ class _Sites(cst.CSTTransformer):
         self.sites: list[tuple[str, int, str, str, str]] = []  # kind, line, function, before, after
         self._scope: list[str] = []
         self._functions = 0
+        self._elifs: set[int] = set()
         self._module: cst.Module | None = None
 
     # -- scope --------------------------------------------------------------------------------
@@ -171,8 +172,12 @@ class _Sites(cst.CSTTransformer):
             return updated
         return self._site("constant", original, cst.Name(flip)) or updated
 
+    def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):  # an `elif`: it cannot be replaced by statements
+            self._elifs.add(id(node.orelse))
+
     def leave_If(self, original, updated):
-        if original.orelse is not None or not isinstance(original.body, cst.IndentedBlock):
+        if original.orelse is not None or not isinstance(original.body, cst.IndentedBlock) or id(original) in self._elifs:
             return updated
         body = list(original.body.body)
         return self._site("remove_condition", original, cst.FlattenSentinel(body)) or updated
@@ -248,17 +253,37 @@ def _walk(source: str, target: int) -> tuple[str, list[tuple[str, int, str, str,
     return mutated.code, sites.sites
 
 
-def candidates(source: str, path: str, kinds: tuple[str, ...] = KINDS) -> Iterator[Mutation]:
-    """Every single-site mutation of `source` (a module's text), in file order per traversal.
+@dataclass(frozen=True)
+class Site:
+    """A mutable place in a module (what `apply` needs to make its Mutation)."""
+
+    index: int
+    kind: str
+    line: int
+    function: str
+    before: str
+    after: str
+
+
+def sites(source: str, kinds: tuple[str, ...] = KINDS) -> list[Site]:
+    """Every mutable site of a module: one traversal, cheap (making a mutation is a second one).
     Raises libcst.ParserSyntaxError for a file that does not parse."""
-    _, sites = _walk(source, -1)
-    for index, (kind, line, function, before, after) in enumerate(sites):
-        if kind not in kinds:
-            continue
-        mutated, _ = _walk(source, index)
-        if mutated == source:
-            continue
-        yield Mutation(kind, path, line, function, before, after, source, mutated)
+    _, found = _walk(source, -1)
+    return [Site(i, *x) for i, x in enumerate(found) if x[0] in kinds]
+
+
+def apply(source: str, path: str, site: Site) -> Mutation | None:
+    mutated, _ = _walk(source, site.index)
+    if mutated == source:
+        return None
+    return Mutation(site.kind, path, site.line, site.function, site.before, site.after, source, mutated)
+
+
+def candidates(source: str, path: str, kinds: tuple[str, ...] = KINDS) -> Iterator[Mutation]:
+    """Every single-site mutation of `source` (a module's text), in traversal order."""
+    for site in sites(source, kinds):
+        if (m := apply(source, path, site)) is not None:
+            yield m
 
 
 class _Replace(cst.CSTTransformer):

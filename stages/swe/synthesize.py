@@ -34,7 +34,7 @@ from rlclimb.pipelines.stage import (
     StageContext,
 )
 
-from .mutate import KINDS, candidates, functions, replace_function
+from .mutate import KINDS, apply, functions, replace_function, sites
 from .statement import failure_lines, leaks, llm_prompt, template_statement
 from .synth import (
     bake,
@@ -124,21 +124,32 @@ class SynthCandidates(Stage):
                                           f"{record['base_commit'][:12]}: rebuild the github-prs run's images")
         if not sources.tests:
             return Drop("no_tests", f"{record['image']}: no test files in /testbed")
+        # Sites are listed cheaply for every module; only the chosen ones are made into
+        # mutations (each is a traversal of its module: all of them is quadratic in module size).
         chosen: dict[str, list] = defaultdict(list)
         for path in sorted(sources.code):
             if self.config.paths and not any(fnmatch(path, g) for g in self.config.paths):
                 continue
             try:
-                found = list(candidates(sources.code[path], path, tuple(self.config.kinds)))
+                found = sites(sources.code[path], tuple(self.config.kinds))
             except Exception:  # a file libcst cannot parse (Python 2, templates): not a candidate source
                 continue
-            for m in found:
-                chosen[m.kind].append(m)
+            for site in found:
+                chosen[site.kind].append((path, site))
         out = []
         for kind in self.config.kinds:
-            ranked = sorted(chosen[kind], key=lambda m: _rank(ctx.seed, m.path, m.line, m.before, m.after))
-            for m in ranked[: self.config.per_kind]:
-                out.append(self._candidate(record, sources.tests, kind, m.bug_diff, m.fix_diff, m.recipe()))
+            ranked = sorted(chosen[kind], key=lambda x: _rank(ctx.seed, x[0], x[1].line, x[1].before, x[1].after))
+            made = 0
+            for path, site in ranked:
+                if made >= self.config.per_kind:
+                    break
+                try:
+                    m = apply(sources.code[path], path, site)
+                except Exception:  # a rewrite libcst refuses at this site: try the next one
+                    continue
+                if m is not None:
+                    out.append(self._candidate(record, sources.tests, kind, m.bug_diff, m.fix_diff, m.recipe()))
+                    made += 1
         if self.config.reverts:
             for fix in record.get("past_fixes", [])[: self.config.max_reverts]:
                 bug = await asyncio.to_thread(revert_candidate, record["image"], fix["patch"])
