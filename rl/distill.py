@@ -1,4 +1,4 @@
-"""Self-distillation (SPEC §7): SFT of a model on the rollouts an RL run logged (rollouts.jsonl),
+"""Self-distillation: SFT of a model on the rollouts an RL run logged (rollouts.jsonl),
 whose result restarts the climb (`rlclimb train --model OUT/model`).
 
 Selection, following the findings: successful traces only (task reward >= the run's

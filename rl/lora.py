@@ -1,4 +1,4 @@
-"""LoRA for RL with peft (SPEC §6, seed 001 L205-582): adapters on every linear layer of the body,
+"""LoRA for RL with peft: adapters on every linear layer of the body,
 attention and MLP ("all-linear": q/k/v/o, gate/up/down; not the LM head), alpha 32, the base
 frozen, and the adapters learning at lr * lora_lr_multiplier (LoRA needs ~10x the full
 fine-tuning LR). Even rank 1 can match full fine-tuning in RL.

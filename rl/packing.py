@@ -42,7 +42,7 @@ def packed_plan(
 ) -> list[tuple[list[int], list[torch.Tensor]]]:
     """One minibatch's micro-batches, each one packed row: (sample indices, per-sample token
     weights). Weights are normalized over the whole minibatch; `sample-mean` averages per packed
-    row, `true-sample-mean` per true sample (SPEC §6)."""
+    row, `true-sample-mean` per true sample."""
     chosen = [samples[i] for i in indices]
     rows = pack_rows([len(s.prompt_ids) + len(s.completion_ids) for s in chosen], capacity)
     masks = [torch.tensor(s.loss_mask, dtype=torch.float32) for s in chosen]
