@@ -89,7 +89,7 @@ def test_kill_9_leftovers_are_reaped_at_the_next_start(backend):
 POOL = """
 import os, sys, time
 from rlclimb.pipelines.engine.executors import _pool
-pool = _pool("local", 2)
+pool = _pool(2)
 pids = set()
 while len(pids) < 2:
     pids |= {f.result() for f in [pool.submit(time.sleep, 0.2) and pool.submit(os.getpid) for _ in range(4)]}
