@@ -151,14 +151,34 @@ def suite_instance(instance: dict, tests: list[str]) -> dict:
     return {**instance, "test_patch": "", "test_files": tests, "FAIL_TO_PASS": None, "PASS_TO_PASS": None}
 
 
-def baseline(image: str, instance: dict, trials: int) -> tuple[set[str], list[TestRun]]:
-    """Tests that pass on the clean code in every trial (flaky ones are never a task's signal)."""
-    runs = [run_tests(image, instance, patch="") for _ in range(max(1, trials))]
+def baseline(image: str, instance: dict, trials: int) -> tuple[set[str], list[str]]:
+    """Tests that pass on the clean code in every trial (flaky ones are never a task's signal),
+    and the test files they come from. A file that fails to collect on the clean code (a
+    benchmark needing a plugin the image lacks) would interrupt the whole session: it is left
+    out and the suite run again once without it."""
+    tests = list(instance.get("test_files") or [])
+    runs = [run_tests(image, instance, patch="")]
+    broken = _uncollectable(runs[0], tests)
+    if broken:
+        tests = [t for t in tests if t not in broken]
+        instance = {**instance, "test_files": tests}
+        runs = [run_tests(image, instance, patch="")]
+    runs += [run_tests(image, instance, patch="") for _ in range(max(1, trials) - 1)]
     if runs[0].error or not runs[0].ran:
         raise GradingError(f"the clean suite gives no results: {runs[0].error or runs[0].setup_error}")
     if not any(s == "passed" for s in runs[0].statuses.values()):
         raise GradingError(f"no test passes on the clean code ({len(runs[0].statuses)} ran)")
-    return {t for t, s in runs[0].statuses.items() if all(r.statuses.get(t) == "passed" for r in runs)}, runs
+    passing = {t for t, s in runs[0].statuses.items() if all(r.statuses.get(t) == "passed" for r in runs)}
+    return passing, tests
+
+
+def _uncollectable(run: TestRun, tests: list[str]) -> set[str]:
+    """Test files whose only result is a collection error (pytest's JUnit names those by module)."""
+    by_file: dict[str, set[str]] = {}
+    for node, status in run.statuses.items():
+        by_file.setdefault(node.split("::", 1)[0], set()).add(status)
+    return {f for f in tests if by_file.get(f) == {"error"} and all(
+        n.count("::") <= 1 and "." in n.split("::")[-1] for n in run.statuses if n.startswith(f + "::"))}
 
 
 @dataclass

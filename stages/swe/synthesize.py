@@ -242,11 +242,10 @@ class SynthValidate(Stage):
     def setup(self, ctx: StageContext) -> None:
         self._baselines: dict[str, Any] = {}
 
-    def _baseline(self, record: Record) -> set[str]:
+    def _baseline(self, record: Record) -> tuple[set[str], list[str]]:
         key = record["image"]
         if key not in self._baselines:
-            passing, _ = baseline(record["image"], suite_instance(record, record["test_files"]), self.config.trials)
-            self._baselines[key] = passing
+            self._baselines[key] = baseline(record["image"], suite_instance(record, record["test_files"]), self.config.trials)
         return self._baselines[key]
 
     def process(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -258,11 +257,11 @@ class SynthValidate(Stage):
         if recipe.get("path") and (why := import_error(record["image"], record["bug_patch"], recipe["path"])):
             return Drop("breaks_import", why)
         try:
-            passing = self._baseline(record)
+            passing, tests = self._baseline(record)
         except GradingError as e:
             return Drop("no_clean_suite", str(e))
-        caught = catch(record["image"], suite_instance(record, record["test_files"]), record["bug_patch"],
-                       passing, self.config.trials)
+        record = {**record, "test_files": tests}
+        caught = catch(record["image"], suite_instance(record, tests), record["bug_patch"], passing, self.config.trials)
         if caught.reason:
             reason, _, detail = caught.reason.partition(": ")
             return Drop(reason, detail)
