@@ -1,6 +1,6 @@
 """Shared by the agentic-trainer tests (engines, async, multi-turn): the packaged SmolLM2
-tokenizer, a tiny random-init model over it, a reachable single-turn reward, a small config,
-and a hand-written tool environment (real Tool objects for the episode loop)."""
+tokenizer, reward and config of helpers/rl_tiny.py, a tiny model over it, and a hand-written tool
+environment (real Tool objects for the episode loop)."""
 
 from __future__ import annotations
 
@@ -9,65 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlclimb.environments.base import Environment, Grade
-from rlclimb.rl.config import GRPOConfig
-from rlclimb.rl.data import Item
-from rlclimb.schemas.records import QAItem
 
-
-def tokenizer_or_skip():
-    import pytest
-    from transformers import AutoTokenizer
-
-    from rlclimb.rl.models import ModelNotFound, model_dir
-
-    try:
-        folder = model_dir("smollm2")
-    except ModelNotFound as e:
-        pytest.skip(str(e))
-    tok = AutoTokenizer.from_pretrained(folder)
-    tok.padding_side = "left"
-    return tok
+from .rl_tiny import CapitalEnv, config, items, tokenizer_or_skip  # noqa: F401 (the shared pieces)
 
 
 def tiny(tokenizer, seed=0):
     from rlclimb.rl.models import tiny_causal_lm
 
     return tiny_causal_lm(tokenizer, seed=seed)
-
-
-class CapitalEnv(Environment):
-    """Task reward 1 when the response starts with a capital letter (reachable by chance)."""
-
-    kind = "math"
-
-    def messages(self, task):
-        return [{"role": "user", "content": task.question}]
-
-    def grade(self, task, completion):
-        first = completion.strip()[:1]
-        return Grade(task=1.0 if first.isascii() and first.isupper() else 0.0, formatted=True)
-
-
-def items(n=12, kind="math"):
-    return [Item(QAItem(question=f"Say one word. ({i})", answer="x"), kind) for i in range(n)]
-
-
-def config(**overrides) -> GRPOConfig:
-    values = dict(
-        steps=4,
-        prompts_per_step=2,
-        group_size=4,
-        early_group_size=0,
-        pass_range=(0.0, 1.0),
-        max_new_tokens=3,
-        max_new_tokens_cap=3,
-        lr=1e-1,
-        eval_items=0,
-        checkpoint_every=0,
-        reward={"w_lang": 0.0, "w_len": 0.0},
-        log_rollouts=False,
-    )
-    return GRPOConfig(**{**values, **overrides})
 
 
 # ---- a hand-written tool environment ----------------------------------------------------------

@@ -43,8 +43,8 @@ class CapitalEnv(Environment):
         return Grade(task=1.0 if first.isascii() and first.isupper() else 0.0, formatted=True)
 
 
-def items(n=12):
-    return [Item(QAItem(question=f"Say one word. ({i})", answer="x"), "math") for i in range(n)]
+def items(n=12, kind="math"):
+    return [Item(QAItem(question=f"Say one word. ({i})", answer="x"), kind) for i in range(n)]
 
 
 def config(**overrides) -> GRPOConfig:
