@@ -111,6 +111,17 @@ def revert_candidate(image: str, code_patch: str) -> str | None:
     return out if ok and out.strip() else None
 
 
+def fix_of(image: str, bug_diff: str) -> str:
+    """The diff that undoes `bug_diff` at this image's commit, as exact `git diff` output ("" when
+    the bug does not apply)."""
+    ok, out = _in_container(
+        image, {"bug.diff": bug_diff.encode()},
+        "git update-index -q --refresh; "
+        f"git apply --index --whitespace=nowarn {HOST_DIR}/bug.diff && git diff --cached -R",
+    )
+    return out if ok else ""
+
+
 def module_name(path: str) -> str:
     """`src/pkg/mod.py` -> `pkg.mod`; `pkg/__init__.py` -> `pkg` (the src layout's prefix dropped)."""
     parts = path.removesuffix(".py").split("/")

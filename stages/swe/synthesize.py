@@ -40,6 +40,7 @@ from .synth import (
     bake,
     baseline,
     catch,
+    fix_of,
     history_leak,
     import_error,
     read_sources,
@@ -155,7 +156,7 @@ class SynthCandidates(Stage):
                 bug = await asyncio.to_thread(revert_candidate, record["image"], fix["patch"])
                 if bug:
                     recipe = {"kind": "revert", "reverts": fix["instance_id"]}
-                    fixed = await asyncio.to_thread(_inverse, record, bug)
+                    fixed = await asyncio.to_thread(fix_of, record["image"], bug)
                     out.append(self._candidate(record, sources.tests, "revert", bug, fixed, recipe))
         if self.config.llm_role and ctx.llm is not None:
             for m in await self._rewrites(sources.code, ctx):
@@ -213,19 +214,6 @@ _PY_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 
 def _rank(seed: int, *parts: object) -> str:
     return hashlib.sha256("|".join(map(str, (seed, *parts))).encode()).hexdigest()
-
-
-def _inverse(record: Record, bug: str) -> str:
-    """The fix of a reverted past fix: the forward diff of re-applying it (made in the sandbox
-    like the bug, so both are exact `git diff` output)."""
-    from rlclimb.environments.swe.grading import HOST_DIR
-
-    from .synth import _in_container
-
-    ok, out = _in_container(record["image"], {"bug.diff": bug.encode()},
-                            "git update-index -q --refresh; "
-                            f"git apply --index --whitespace=nowarn {HOST_DIR}/bug.diff && git diff --cached -R")
-    return out if ok else ""
 
 
 class ValidateConfig(StageConfig):
