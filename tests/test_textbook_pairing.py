@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from rlclimb.pipelines.stage import Drop
+from rlclimb.pipelines.stage import Drop, StageContext
+from rlclimb.stages.documents.pair_keys import KeyIndex
 from rlclimb.stages.documents.pair_qa import PairQA
 
 
@@ -101,3 +102,47 @@ def test_embeddings_break_numbering_ties_and_place_unnumbered_answers():
     assert got["Name the largest planet of the solar system."] == (
         "The largest planet of the solar system is Jupiter.", "embedding")
     assert got["Find the area of a circle whose radius is 3 cm."] == ("", "none") and drops == []
+
+
+class GroupSizes(PairQA):
+    """PairQA recording how many spans each group it pairs holds at once."""
+
+    def _pair_group(self, spans, targets, ctx):
+        spans = list(spans)
+        self.sizes = [*getattr(self, "sizes", []), len(spans)]
+        return super()._pair_group(spans, targets, ctx)
+
+
+def test_pairs_one_document_group_at_a_time_with_the_run_at_once_results(tmp_path):
+    """Two books, one with its answers at the back, the other with a separate answer book that
+    arrives after a third document: each group is paired alone (memory: the largest group), and
+    the items and drops equal pairing the whole run as one group (the old behaviour)."""
+    spans = [
+        span("question", "algebra.pdf", ["1", "r1", "1", "17"], "Solve x + 1 = 3.", order=0),
+        span("question", "algebra.pdf", ["1", "r1", "1", "18"], "Solve 2x = 8.", order=1),
+        span("question", "algebra.pdf", ["2", "r1", "1", "17"], "Is R^2 a vector space?", order=2),
+        span("question", "calculus.pdf", ["1", "17"], "Differentiate x^2.", order=3),
+        span("question", "calculus.pdf", ["1", "18"], "Differentiate x^3.", order=4),
+        span("answer", "calculus.pdf", ["1", "17"], "2x", order=5),
+        span("answer", "calculus.pdf", ["1", "17"], "two x", order=6),  # a duplicate answer
+        span("answer", "stray-key.pdf", ["7", "1"], "42", order=7),  # an answer book fitting no book
+        span("answer", "algebra-answers.pdf", ["1", "r1", "1", "17"], "x = 2", order=8),
+        span("answer", "algebra-answers.pdf", ["1", "r1", "1", "18"], "x = 4", order=9),
+        span("answer", "algebra-answers.pdf", ["2", "r1", "1", "17"], "Yes.", order=10),
+    ]
+    stage = GroupSizes(embeddings=False, companion_min_matches=2)
+    out = list(stage.run(iter(spans), StageContext(run_dir=tmp_path)))
+    assert sorted(stage.sizes) == [1, 4, 6]  # calculus, stray key alone, algebra + its answer book
+    assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir())  # spool removed
+    whole = PairQA(embeddings=False, companion_min_matches=2)
+    targets = whole._targets({"calculus.pdf": [["1", "17"]] * 2, "stray-key.pdf": [["7", "1"]],
+                              "algebra-answers.pdf": [s["path"] for s in spans[8:]]},
+                             KeyIndex((s["source"]["document"], s["path"]) for s in spans[:5]),
+                             {"algebra.pdf", "calculus.pdf"})
+    at_once = list(whole._pair_group(spans, targets, None))
+    items = [r for r in out if isinstance(r, dict)]
+    assert items == [r for r in at_once if isinstance(r, dict)]  # same items, same order
+    drops = sorted((r["id"], d.reason) for r, d in (r for r in out if isinstance(r, tuple)))
+    assert drops == sorted((r["id"], d.reason) for r, d in (r for r in at_once if isinstance(r, tuple)))
+    assert drops == [("answer-calculus.pdf-6", "duplicate_answer"), ("answer-stray-key.pdf-7", "unmatched_answer")]
+    assert methods(items)["Solve 2x = 8."] == ("x = 4", "numbering")

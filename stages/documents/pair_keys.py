@@ -10,6 +10,7 @@ sides know. The longest agreement wins; a tie is ambiguous (left to embeddings o
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -37,14 +38,16 @@ class KeyMatch:
 
 
 class KeyIndex:
-    """Questions of some documents, indexed by their item number."""
+    """Questions of some documents, indexed by their item number: from (document, numbering path)
+    per question, in order (so the per-run index that places answer books holds paths only)."""
 
-    def __init__(self, questions: list[dict]):
-        self.questions = questions
+    def __init__(self, questions: Iterable[tuple[str | None, list[str]]]):
+        self.paths: list[list[str]] = []
         self.by_number: dict[tuple[str | None, str], list[int]] = defaultdict(list)
-        for i, q in enumerate(questions):
-            if q["path"]:
-                self.by_number[(q["source"]["document"], q["path"][-1])].append(i)
+        for i, (doc, path) in enumerate(questions):
+            self.paths.append(path)
+            if path:
+                self.by_number[(doc, path[-1])].append(i)
 
     def match(self, answer_path: list[str], documents: list[str]) -> KeyMatch:
         if not answer_path:
@@ -52,7 +55,7 @@ class KeyIndex:
         scored = []
         for doc in documents:
             for i in self.by_number.get((doc, answer_path[-1]), ()):
-                a = agreement(self.questions[i]["path"], answer_path)
+                a = agreement(self.paths[i], answer_path)
                 if a > 0:
                     scored.append((a, i))
         if not scored:
@@ -69,7 +72,7 @@ class KeyIndex:
         n = 0
         for path in answer_paths:
             if len(path) >= 2 and any(
-                agreement(self.questions[i]["path"], path) == len(path)
+                agreement(self.paths[i], path) == len(path)
                 for i in self.by_number.get((document, path[-1]), ())
             ):
                 n += 1

@@ -13,23 +13,30 @@ first). For each answer-key entry, in order:
 Inline answers (printed with their question) pass straight through. Each item records how it was
 paired and a confidence. Questions without an answer are kept, tagged `unanswered` (or ledgered,
 `unanswered: ledger`); answers that fit no question are ledgered (`unmatched_answer`).
-Memory: the spans of the run (text only; pages are long gone), plus embeddings of the few that
-need them.
+Pairing runs per document group: a document with questions, plus the answer books whose
+numbering places them there (decided first, from every span's numbering path). The spans spool
+to disk as they come; each group is read back and paired alone. Memory: the largest group's
+spans (text only; pages are long gone) plus embeddings of the few that need them, and per span
+of the run 8 bytes of spool offset and its numbering path (~100 bytes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import struct
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, Field
 
 from rlclimb.pipelines.stage import ConfigError, Drop, Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import QAItem, Source
 
+from ..dedup.common import RecordSpool, spilling
 from .pair_keys import KeyIndex, key_confidence
 from .parse_vlm import require_llm
 
@@ -80,17 +87,28 @@ class PairQA(Stage):
                               f"choose one of {', '.join(BACKENDS)}")
 
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+        """Spool the spans, then pair one document group at a time (a document with the answer
+        books that answer it), so memory holds the largest group, not the run."""
         self.note: str | None = None
+        with spilling(ctx or StageContext(), self.name, None) as workdir:
+            spool = SpanSpool(workdir)
+            for r in records:
+                spool.append(r)
+            spool.close()
+            targets = self._targets(spool.answer_paths, KeyIndex(spool.question_paths), spool.with_questions)
+            for docs in document_groups(spool.documents, spool.with_questions, targets):
+                yield from self._pair_group(spool.read(docs), targets, ctx)
+
+    def _pair_group(self, spans: Iterable[dict], targets: dict[str, list[str]],
+                    ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
         questions: list[dict] = []
         answers: list[dict] = []
-        for r in records:
+        for r in spans:
             (questions if r["role"] == "question" else answers).append(r)
         pairs: dict[int, tuple[dict, str, float]] = {}  # question -> (answer, method, confidence)
         drops: list[tuple[dict, Drop]] = []
         open_q = [i for i, q in enumerate(questions) if not q.get("answer")]
-        index = KeyIndex(questions)
-        docs_with_questions = {q["source"]["document"] for q in questions}
-        targets = self._targets(answers, index, docs_with_questions)
+        index = KeyIndex((q["source"]["document"], q["path"]) for q in questions)
         pending: list[tuple[int, list[int]]] = []  # (answer, candidate questions) for embeddings/LLM
         for ai, a in enumerate(answers):
             docs = targets.get(a["source"]["document"], [])
@@ -139,14 +157,12 @@ class PairQA(Stage):
         return item
 
     # ---- numbering -------------------------------------------------------------------------
-    def _targets(self, answers: list[dict], index: KeyIndex, with_questions: set[str]) -> dict[str, list[str]]:
+    def _targets(self, answer_paths: dict[str, list[list[str]]], index: KeyIndex,
+                 with_questions: set[str]) -> dict[str, list[str]]:
         """Documents whose questions an answer document answers: itself, or (an answer book)
-        the book it matches best by numbering."""
-        by_doc: dict[str, list[list[str]]] = defaultdict(list)
-        for a in answers:
-            by_doc[a["source"]["document"]].append(a["path"])
+        the book it matches best by numbering. `answer_paths`: each document's answer paths."""
         out = {}
-        for doc, paths in by_doc.items():
+        for doc, paths in answer_paths.items():
             if doc in with_questions:
                 out[doc] = [doc]
                 continue
@@ -246,6 +262,57 @@ class PairQA(Stage):
             else:
                 del pairs[qi]
                 drops.append((a, Drop("llm_rejected_pair", f"{_where(a)}: {res.reason[:300]}")))
+
+
+class SpanSpool(RecordSpool):
+    """The run's spans on disk, in order; in memory per document only where its spans are (8
+    bytes each) and the numbering paths that place answer books."""
+
+    def __init__(self, directory):
+        super().__init__(directory)
+        self.offsets: dict[str, array] = {}  # document -> its spans' offsets, in input order
+        self.question_paths: list[tuple[str, list[str]]] = []
+        self.answer_paths: dict[str, list[list[str]]] = defaultdict(list)
+        self.with_questions: set[str] = set()
+
+    @property
+    def documents(self) -> list[str]:
+        return list(self.offsets)  # in order of first appearance
+
+    def append(self, record: Record) -> None:
+        doc = record["source"]["document"]
+        self.offsets.setdefault(doc, array("q")).append(self.bytes)
+        if record["role"] == "question":
+            self.question_paths.append((doc, record["path"]))
+            self.with_questions.add(doc)
+        else:
+            self.answer_paths[doc].append(record["path"])
+        super().append(record)
+
+    def read(self, documents: list[str]) -> Iterator[Record]:
+        """The spans of these documents, in input order."""
+        offsets = sorted(o for d in documents for o in self.offsets[d])
+        with open(self.path, "rb") as f:
+            for o in offsets:
+                f.seek(o)
+                (n,) = struct.unpack("<I", f.read(4))
+                yield orjson.loads(f.read(n))
+
+
+def document_groups(documents: list[str], with_questions: set[str],
+                    targets: dict[str, list[str]]) -> list[list[str]]:
+    """Documents paired together: each document with questions, with the answer books whose
+    answers target it; an answer book that targets none alone (its answers fit nothing).
+    In order of first appearance, so items come out in the order the spans came in."""
+    groups = {d: [d] for d in documents if d in with_questions}
+    alone = []
+    for d in documents:
+        if d not in with_questions:
+            if target := targets.get(d):
+                groups[target[0]].append(d)
+            else:
+                alone.append([d])
+    return [*groups.values(), *alone]
 
 
 def _top(vec, mats, k):
