@@ -13,7 +13,9 @@ data (kept items) and its ledger (dropped items, with the reason). Reported per 
 of good / bad items among the labeled items curation kept (precision), the yield (good items kept
 / good items labeled), the precision of each drop reason (share of the items it dropped that were
 not good), the recall of each failure class (share of the items labeled so that were dropped), and
-the domain accuracy of the kept items' topics. `--split heldout` is the part kept aside;
+the domain accuracy of the kept items' topics. Splits: `dev` (tuned on); `heldout`, kept aside by
+the first labelling round and looked at since (so in-sample now); `heldout2`, half of the second
+round's labels (ostp, thompson, lebl), kept aside until the end of that round's tuning;
 `curated_sample` (45 items) was sampled afterwards from the final curated output (its precision
 only: yield and recall need the uncurated sample).
 """
@@ -40,7 +42,8 @@ def load_labels(split: str = "all", root: Path = LABELS) -> list[dict]:
     out = []
     for path in sorted(root.glob("*.jsonl")):
         out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [x for x in out if split == "all" or x["split"] == split]
+    splits = set(split.split(","))  # "dev,heldout": several splits pooled
+    return [x for x in out if split == "all" or x["split"] in splits]
 
 
 def _norm(text: str) -> str:
@@ -224,7 +227,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", choices=["dev", "heldout", "curated_sample", "all"])
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | all, or several joined by commas")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--taxonomy", action="store_true", help="also: the taxonomy stage on every labeled item, prior off and on")
