@@ -32,6 +32,7 @@ import json
 import os
 import pickle
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rlclimb.schemas.io import to_rows
+from rlclimb.stages.dedup.common import spilling
 
 from ..rundir import RunDir
 from ..stage import Stage, StageContext, setup_stages
@@ -49,6 +51,8 @@ from .commit import commit_shard, read_parts
 from .executors import LocalExecutor
 from .plan import Pipeline, RunOptions, Segment
 from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
+from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
+from .ray_global import ClusterMap, commit_decisions, input_slices
 from .shard import ShardRunner
 from .sketch import SketchFeed
 
@@ -194,9 +198,14 @@ class RayExecutor(LocalExecutor):
         ray.shutdown()
 
     def _run_global(self, seg: Segment, seg_dir: Path, progress) -> None:
-        """On the driver, with the stage's per-record sketches computed on the cluster."""
+        """Dedup and decontam on the cluster (ray_global.py); another global stage on the driver,
+        with its per-record sketches, if it has any, computed on the cluster."""
         stage = seg.stages[0]
-        if seg.first or not hasattr(stage, "sketch") or (seg_dir / "_SUCCESS.json").exists():
+        if seg.first or (seg_dir / "_SUCCESS.json").exists():
+            return super()._run_global(seg, seg_dir, progress)
+        if planner(stage) is not None:
+            return self._run_distributed(seg, seg_dir, progress)
+        if not hasattr(stage, "sketch"):
             return super()._run_global(seg, seg_dir, progress)
         import ray
 
@@ -218,6 +227,29 @@ class RayExecutor(LocalExecutor):
             super()._run_global(seg, seg_dir, progress)
         finally:
             self.ctx.extras.pop("sketches", None)
+
+    def _run_distributed(self, seg: Segment, seg_dir: Path, progress) -> None:
+        import ray
+
+        stage, t0 = seg.stages[0], time.perf_counter()
+        prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
+        slices = input_slices(read_parts(prev), self.pipeline.shard_size)
+        if not slices:  # nothing to distribute
+            return super()._run_global(seg, seg_dir, progress)
+        n = slices[-1].start + slices[-1].length
+        task = progress.task(stage.name, n)
+        res = segment_resources([stage])
+        actors = self.options.shards_in_flight or max(1, int(cluster_cpus() / max(res["num_cpus"], 0.01)))
+        run = ClusterMap(ray.data, res, min(actors, len(slices)))
+        kind = planner(stage)
+        if kind == "minhash":
+            with spilling(self.ctx, stage.name, None) as scratch:  # <run>/tmp: shared by every node
+                decisions = minhash_decisions(stage, slices, n, self.ctx, run, scratch)
+        elif kind == "exact":
+            decisions = exact_decisions(stage, slices, n, self.ctx, run)
+        else:
+            decisions = decontam_decisions(stage, slices, n, self.ctx, run)
+        commit_decisions(run, seg, seg_dir, slices, n, decisions, self.pipeline.shard_size, t0, progress, task)
 
     def _run_rows(self, seg: Segment, seg_dir: Path, progress) -> None:
         import ray

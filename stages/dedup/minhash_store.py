@@ -108,7 +108,7 @@ class BandBuckets:
             self._keys[0].append(flat)
             self._index[0].append(idx)
         else:
-            part = (flat >> self._shift).astype(np.int64)
+            part = partition_of(flat, self.partitions)
             order = np.argsort(part, kind="stable")
             bounds = np.searchsorted(part[order], np.arange(self.partitions + 1))
             flat, idx = flat[order], idx[order]
@@ -147,20 +147,36 @@ class BandBuckets:
         for p in range(self.partitions):
             keys, idx = self._partition(p)
             self._keys[p], self._index[p] = [], []
-            if len(keys) < 2:
-                continue
-            order = np.argsort(keys, kind="stable")  # stable: indices stay ascending in a bucket
-            keys, idx = keys[order], idx[order].astype(np.int64)
-            same = keys[1:] == keys[:-1]
-            if not same.any():
-                continue
-            pos = np.arange(len(keys))
-            start = np.where(np.concatenate(([True], ~same)), pos, 0)
-            first = np.maximum.accumulate(start)  # position of each entry's bucket head
-            member = np.flatnonzero(np.concatenate(([False], same)))
-            star_l, star_r = idx[first[member]], idx[member]
-            chain = member[first[member] != member - 1]  # the predecessor is not the head already
-            left = np.concatenate((star_l, idx[chain - 1]))
-            right = np.concatenate((star_r, idx[chain]))
-            keep = left != right  # one record in one bucket twice (equal keys in two bands)
-            yield np.minimum(left, right)[keep], np.maximum(left, right)[keep]
+            pairs = bucket_pairs(keys, idx)
+            if len(pairs[0]):
+                yield pairs
+
+
+def partition_of(keys: np.ndarray, partitions: int) -> np.ndarray:
+    """The band partition of each key: its top bits (BandBuckets' split; the ray executor groups by it)."""
+    if partitions <= 1:
+        return np.zeros(len(keys), np.int64)
+    return (keys >> np.uint64(64 - (partitions.bit_length() - 1))).astype(np.int64)
+
+
+def bucket_pairs(keys: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (left < right) of the buckets (equal keys) among these entries: every member
+    with its bucket's first member (star) and with its predecessor (chain)."""
+    empty = np.zeros(0, np.int64)
+    if len(keys) < 2:
+        return empty, empty
+    order = np.argsort(keys, kind="stable")  # stable: indices stay ascending in a bucket
+    keys, idx = keys[order], idx[order].astype(np.int64)
+    same = keys[1:] == keys[:-1]
+    if not same.any():
+        return empty, empty
+    pos = np.arange(len(keys))
+    start = np.where(np.concatenate(([True], ~same)), pos, 0)
+    first = np.maximum.accumulate(start)  # position of each entry's bucket head
+    member = np.flatnonzero(np.concatenate(([False], same)))
+    star_l, star_r = idx[first[member]], idx[member]
+    chain = member[first[member] != member - 1]  # the predecessor is not the head already
+    left = np.concatenate((star_l, idx[chain - 1]))
+    right = np.concatenate((star_r, idx[chain]))
+    keep = left != right  # one record in one bucket twice (equal keys in two bands)
+    return np.minimum(left, right)[keep], np.maximum(left, right)[keep]
