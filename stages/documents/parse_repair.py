@@ -21,6 +21,7 @@ that no substitution covers goes to OCR instead (the parse stage decides), never
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -34,12 +35,16 @@ _NUMERIC = re.compile(rf"[{_CTRL}]+(?:[.,][{_CTRL}]+)+|(?<=[A-Za-z] )[{_CTRL}]{{
 _PAGE_NUMBER = re.compile(rf"\A\s*([{_CTRL}]{{2,4}})\s*$|^\s*([{_CTRL}]{{2,4}})\s*\Z", re.M)
 _CTRL_RUN = re.compile(rf"(?<![^\s(\[])[{_CTRL}]{{1,6}}(?=[\s.,:;)\]])")
 _FFFD = re.compile("\ufffd+")
-_WORDS = re.compile(r"\S+")
 _LATIN1_SYMBOL = re.compile(r"[\u00a2-\u00a9\u00ab\u00ad-\u00af\u00b2-\u00b4\u00b6\u00b8-\u00bf]")  # not µ · ° ± ¬
 # scripts a Latin-script book does not set its words in (symbols named OHM, ANGSTROM... are not scripts)
 _SCRIPTS = frozenset("CYRILLIC COPTIC HANGUL CJK HIRAGANA KATAKANA ARMENIAN GEORGIAN HEBREW ARABIC THAI "
                      "DEVANAGARI BENGALI TAMIL ETHIOPIC CHEROKEE RUNIC OGHAM YI TIBETAN MONGOLIAN".split())
 _LOWER_WORD = re.compile(r"[a-z]{2,}")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+# the words that hold a non-ASCII character: an ASCII word is never evidence (no other script,
+# no ligature or Latin-1 glyph), and skipping those is most of the work saved on a clean page
+_NON_ASCII_WORD = re.compile(r"\S*[^\s\x00-\x7f]\S*")
 MAX_SAMPLE_PAGES = 3  # pages OCR'd per document to learn its substitutions
 MIN_VOTES, MIN_SHARE = 2, 0.7
 
@@ -54,9 +59,25 @@ def _ligature_glyph(ch: str) -> bool:
 
 
 def main_script(text: str) -> str:
-    counts = Counter(script_of(c) for c in text[:6000] if c.isalpha())
+    # ASCII letters are all LATIN: counted in C; only the other letters are looked up one by one,
+    # and scripts keep the order of their first letter (a tie goes to the script seen first)
+    head = text[:6000]
+    first: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    for m in _NON_ASCII.finditer(head):
+        c = m.group()
+        if c.isalpha():
+            s = script_of(c)
+            counts[s] += 1
+            first.setdefault(s, m.start())
+    if (latin := _ASCII_LETTER.search(head)) is not None:
+        counts["LATIN"] += sum(map(head.count, string.ascii_letters))
+        first["LATIN"] = min(first.get("LATIN", latin.start()), latin.start())
     counts.pop("", None)
-    return counts.most_common(1)[0][0] if counts else "LATIN"
+    if not counts:
+        return "LATIN"
+    best = max(counts.values())
+    return min((s for s, n in counts.items() if n == best), key=first.__getitem__)
 
 
 # every suspect is one of these: a page without any (nearly all pages) is done with one C-level search
@@ -79,7 +100,7 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
         runs = [m.span() for m in _CTRL_RUN.finditer(text)]
         if len(runs) >= 3:  # a page of text without one digit, but with glyph runs where numbers go
             spans += runs
-    for m in _WORDS.finditer(text):
+    for m in _NON_ASCII_WORD.finditer(text):
         w, at = m.group(), m.start()
         foreign = [i for i, c in enumerate(w) if _foreign(c, main)]
         if foreign and (len(foreign) < len([c for c in w if c.isalpha()]) or len(w) <= 3 or main == "LATIN"):
