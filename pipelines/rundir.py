@@ -10,6 +10,10 @@ runs/NAME/
   data/train-*.parquet        the final dataset (Hugging Face datasets layout)
   ledger/part-*.parquet       every dropped record: stage, reason, detail, file, line, record
   stats.json                  the funnel: per stage in / kept / dropped by reason / time / LLM cost
+
+A run directory may be a URL (`s3://bucket/runs/NAME`, any fsspec filesystem): the run works in
+a local mirror of it and pushes each file to the store as it commits (storage.py); its caches
+are objects under `cache/stages/` and `cache/llm/` there, its lock a lease object.
 """
 
 from __future__ import annotations
@@ -30,6 +34,17 @@ from rlclimb.schemas.io import write_parquet
 
 from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats
 from .readers import InputError
+from .storage import (
+    LOCAL_ONLY_TOP,
+    Lease,
+    LeaseHeld,
+    Mirror,
+    copy_pushed,
+    is_url,
+    join,
+    push,
+    unpush,
+)
 
 if TYPE_CHECKING:
     from .engine import Pipeline, RunOptions, RunResult, Segment
@@ -40,12 +55,14 @@ LEDGER_FILES = "part-*.parquet"  # ... and in ledger/
 
 
 class RunDir:
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, path: Path | str):
+        self.mirror = Mirror.open(str(path)) if is_url(path) else None
+        self.url = self.mirror.url if self.mirror else None  # None: a local run directory
+        self.path = self.mirror.local if self.mirror else Path(path)
         self.config_path = self.path / "config.json"
         self.stats_path = self.path / "stats.json"
-        self.stage_cache = self.path / "cache" / "stages.sqlite"
-        self.llm_cache = self.path / "cache" / "llm.sqlite"
+        self.stage_cache: Path | str = join(self.url, "cache", "stages") if self.url else self.path / "cache" / "stages.sqlite"
+        self.llm_cache: Path | str = join(self.url, "cache", "llm") if self.url else self.path / "cache" / "llm.sqlite"
         self.data_dir = self.path / "data"
         self.ledger_dir = self.path / "ledger"
 
@@ -54,14 +71,41 @@ class RunDir:
 
     @contextlib.contextmanager
     def lock(self):
-        """One writer per run directory; the OS releases the lock if the process is killed."""
-        claim_dir(self.path, "run")
+        """One writer per run directory; the OS releases the lock if the process is killed. A run
+        at a URL also holds the store's lease (storage.Lease), then pulls the store's state."""
+        with contextlib.ExitStack() as stack:
+            if self.mirror is not None:
+                stack.enter_context(self._flock())  # another process on this machine, same mirror
+                stack.enter_context(self._lease())
+                if why := self.mirror.is_foreign("run"):
+                    raise InputError(why)
+                self.mirror.pull()
+            claim_dir(self.path, "run")
+            if self.mirror is None:
+                stack.enter_context(self._flock())
+            yield
+
+    @contextlib.contextmanager
+    def _flock(self):
+        self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / ".lock", "w") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise InputError(f"run directory {self.path} is in use by another rlclimb process") from None
+                raise InputError(f"run directory {self.url or self.path} is in use by another rlclimb process") from None
             yield
+
+    @contextlib.contextmanager
+    def _lease(self):
+        lease = Lease(self.url)
+        try:
+            lease.acquire()
+        except LeaseHeld as e:
+            raise InputError(str(e)) from None
+        try:
+            yield
+        finally:
+            lease.release()
 
     def write_config(self, pipeline: Pipeline, options: RunOptions) -> None:
         """The run's config; a directory holding a run of another pipeline or other input files
@@ -92,8 +136,10 @@ class RunDir:
             if reports.is_dir():
                 for f in reports.glob("*.json"):
                     f.unlink()
+                    unpush(f)
         if self.stats_path.exists():  # a new invocation: the old funnel is no longer current
             self.stats_path.unlink()
+            unpush(self.stats_path)
         _write_json(self.config_path, config)
 
     def _changed(self, config: dict[str, Any]) -> str | None:
@@ -145,6 +191,7 @@ class RunDir:
         if not parts:
             schema = segments[-1].schema or pa.schema([])
             write_parquet(schema.empty_table(), self.data_dir / "train-00000-of-00001.parquet", schema)
+            push(self.data_dir / "train-00000-of-00001.parquet")
         self._link_ledger(segments)
         config = json.loads(self.config_path.read_text())
         stages, _ = self.collect_stats(config)
@@ -168,6 +215,7 @@ class RunDir:
             _link(part, self.ledger_dir / f"part-{i:05d}.parquet")
         if not parts:  # an empty table, so readers need no special case
             write_parquet(LEDGER_SCHEMA.empty_table(), self.ledger_dir / "part-00000.parquet", LEDGER_SCHEMA)
+            push(self.ledger_dir / "part-00000.parquet")
 
 
 def claim_dir(path: Path, kind: str) -> None:
@@ -208,7 +256,7 @@ def check_dir(path: Path, kind: str) -> bool:
         if recorded != kind:
             raise InputError(f"{path} is an rlclimb {recorded} directory, not a {kind} directory: choose another --out")
         return True
-    if not any(path.iterdir()):
+    if not any(f.name not in LOCAL_ONLY_TOP for f in path.iterdir()):  # (a mirror's own files)
         return False
     if _legacy(path, kind):  # written before the marker existed (claim_dir adds it)
         return True
@@ -239,6 +287,7 @@ def _clear(directory: Path, pattern: str) -> None:
     for f in directory.glob(pattern):
         if f.is_file() or f.is_symlink():
             f.unlink()
+            unpush(f)
 
 
 def _unify_schemas(parts: list[Path]) -> None:
@@ -251,6 +300,7 @@ def _unify_schemas(parts: list[Path]) -> None:
     for part, schema in zip(parts, schemas, strict=True):
         if not schema.remove_metadata().equals(unified.remove_metadata()):
             write_parquet(pq.read_table(part).cast(unified), part, unified)
+            push(part)
 
 
 def _redacted(llm: Any) -> dict | None:
@@ -269,6 +319,7 @@ def _link(src: Path, dest: Path) -> None:
         os.link(src, dest)  # committed parts are immutable: share, don't copy
     except OSError:
         shutil.copyfile(src, dest)
+    copy_pushed(src, dest)
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -276,3 +327,4 @@ def _write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=1, default=str))
     os.replace(tmp, path)
+    push(path)

@@ -17,11 +17,12 @@ import pyarrow as pa
 from rlclimb.schemas.io import to_rows
 
 from ..bookkeeping import READ_STAGE, StageStats, ledger_row
-from ..kvstore import KVStore
+from ..kvstore import open_kv
 from ..progress import Progress
 from ..readers import Rejected, parquet_shards
 from ..rundir import RunDir
 from ..stage import Record, StageContext, setup_stages
+from ..storage import push, unpush
 from .commit import commit_shard, publish_reports, read_parts, write_json
 from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .shard import ShardRunner
@@ -52,7 +53,7 @@ def _worker_shard(seg: Segment, ctx: StageContext, cache_path: str | None, seg_d
     runner = _WORKER_STATE.get(seg.fingerprint)
     if runner is None:
         setup_stages(seg.stages, ctx)
-        runner = ShardRunner(seg.stages, ctx, KVStore(cache_path) if cache_path else None, seg.first)
+        runner = ShardRunner(seg.stages, ctx, open_kv(cache_path) if cache_path else None, seg.first)
         _WORKER_STATE[seg.fingerprint] = runner
     rows, ledger, stats = runner.run(items)
     commit_shard(Path(seg_dir), i, rows, ledger, stats, seg)
@@ -91,7 +92,7 @@ class LocalExecutor:
             self.llm = LLMClient(options.llm, cache_path=run.llm_cache)
         self.ctx = StageContext(run_dir=run.path, llm=self.llm, seed=options.seed)
         self.loop = asyncio.new_event_loop()
-        self.cache = KVStore(run.stage_cache) if any(s.cache for s in pipeline.stages) else None
+        self.cache = open_kv(run.stage_cache) if any(s.cache for s in pipeline.stages) else None
 
     def execute(self) -> RunResult:
         t0 = time.perf_counter()
@@ -166,6 +167,7 @@ class LocalExecutor:
         setup_stages([stage], self.ctx)
         for stale in seg_dir.glob("part-*"):
             stale.unlink()
+            unpush(stale)
         task = progress.task(stage.name, self._total(seg))
         st, read = StageStats(), StageStats()
         t0 = time.perf_counter()
@@ -203,4 +205,5 @@ class LocalExecutor:
         if seg.first:
             read.kept = read.out = st.seen
             stats = {READ_STAGE: read.to_dict(), **stats}
+        push(*sorted(seg_dir.glob("report.*.json")))  # (a run at a URL) the stage's report, before the marker
         write_json(marker, {"stats": stats})

@@ -31,7 +31,7 @@ def clean_tmp(run: RunDir) -> int:
 def collect_garbage(path: Path, dry_run: bool = False) -> dict:
     """Remove the segment directories the run's current config.json does not list, and stale
     scratch. Returns {"removed": [names], "kept": [names], "bytes": freed}."""
-    run = RunDir(Path(path))
+    run = RunDir(path)
     if not run.config_path.is_file():
         raise InputError(f"{path} is not a run directory (no config.json)")
     with run.lock():

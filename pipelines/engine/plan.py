@@ -15,6 +15,7 @@ from rlclimb.schemas.arrow import arrow_schema
 from rlclimb.schemas.records import StageEvent
 
 from ..stage import Stage
+from ..storage import RemoteFile, parquet_file
 
 
 @dataclass
@@ -115,7 +116,7 @@ def upstream_trail(reader: Any) -> list[dict[str, str]]:
         if not str(path).endswith(".parquet"):
             continue
         try:
-            meta = pq.read_schema(path).metadata or {}
+            meta = (parquet_file(path).schema_arrow if isinstance(path, RemoteFile) else pq.read_schema(path)).metadata or {}
             entries = json.loads(meta.get(b"rlclimb.stages", b"[]"))
         except (OSError, ValueError, pa.ArrowInvalid):
             continue
