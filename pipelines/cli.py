@@ -25,6 +25,7 @@ from .engine import RunOptions, run_pipeline
 from .readers import InputError
 from .readers_head import HeadReader
 from .rundir import RunDir
+from .storage import is_url, join
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # plain help: flags show as flags
                   help="rlclimb: verified RL data and environments.")
@@ -94,8 +95,8 @@ def load_config(path: Path | None, sets: list[str]) -> dict[str, Any]:
 @app.command()
 def run(
     pipeline: Annotated[str, typer.Argument(help=f"one of: {', '.join(PIPELINES)} (rlclimb pipelines); or your own package.module:function")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME")],
-    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable)")] = [],  # noqa: B006
+    out: Annotated[str, typer.Option("--out", "-o", help="run directory, e.g. runs/NAME, or a URL (s3://bucket/runs/NAME)")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", help="input file or directory (repeatable), or a URL")] = [],  # noqa: B006
     config: Annotated[Path | None, typer.Option("--config", "-c", help="YAML config file")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="override a config key: stage.key=value")] = [],  # noqa: B006
     engine: Annotated[str, typer.Option(help="executor: local (processes) or ray")] = "local",
@@ -183,7 +184,7 @@ def run(
     if not quiet:
         print_status(out)
     else:
-        print(f"{result.records} records -> {out / 'data'}")
+        print(f"{result.records} records -> {join(out, 'data') if is_url(out) else Path(out) / 'data'}")
     if result.records == 0 and (why := nothing_read(result.stats)):
         err_console.print(f"[red]error:[/red] {escape(why)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)

@@ -31,8 +31,9 @@ from pydantic import (
     model_validator,
 )
 
-from rlclimb.pipelines.kvstore import KVStore
+from rlclimb.pipelines.kvstore import KVStore, ObjectKV, open_kv
 from rlclimb.pipelines.local_llm import LocalBatcher
+from rlclimb.pipelines.storage import is_url
 from rlclimb.schemas.io import load_yaml, safe_text
 
 BACKOFF_CAP_S = 30.0
@@ -230,8 +231,8 @@ class _LoopState:
 class LLMClient:
     def __init__(self, config: LLMConfig, cache_path: str | Path | None = None):
         self.config = config
-        self.cache_path = Path(cache_path) if cache_path else None
-        self._store: KVStore | None = None
+        self.cache_path = cache_path if is_url(cache_path) else Path(cache_path) if cache_path else None
+        self._store: KVStore | ObjectKV | None = None
         self._loops: dict[int, _LoopState] = {}
         self.usage: dict[str, Usage] = {}  # by tag; None -> "_"
         self.usage_by_profile: dict[str, Usage] = {}
@@ -482,9 +483,9 @@ class LLMClient:
             for name, value in deltas.items():
                 setattr(u, name, getattr(u, name) + value)
 
-    def _cache(self) -> KVStore | None:
+    def _cache(self) -> KVStore | ObjectKV | None:
         if self._store is None and self.cache_path is not None:
-            self._store = KVStore(self.cache_path)
+            self._store = open_kv(self.cache_path)  # objects in the store for a run at a URL
         return self._store
 
     def _state(self) -> _LoopState:

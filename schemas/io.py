@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -149,9 +150,15 @@ def open_text_lines(path: str | Path, limit: int | None = None) -> Iterator[byte
     """Raw lines of a `.jsonl` or `.jsonl.gz` file (decoding is per line, so one bad byte costs
     one line). A line longer than `limit` bytes is skipped without being held in memory: its
     length (an int) comes in its place."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
+    if "://" in str(path):  # a URL (an input on object storage): read through fsspec
+        import fsspec
+
+        raw = fsspec.open(str(path), "rb").open()  # (its readline takes no size: buffer it)
+        opened = gzip.GzipFile(fileobj=raw) if str(path).endswith(".gz") else io.BufferedReader(raw, 1 << 20)
+    else:
+        path = Path(path)
+        opened = (gzip.open if path.suffix == ".gz" else open)(path, "rb")
+    with opened as f:
         if limit is None:
             yield from f
             return

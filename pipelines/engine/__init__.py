@@ -36,7 +36,7 @@ def run_pipeline(pipeline: Pipeline, out: str | Path, options: RunOptions | None
     options = options or RunOptions()
     for stage in pipeline.stages:  # configuration problems surface before anything is written
         check_and_bind(stage, options.llm, options.seed)  # and the run's part of each fingerprint
-    run = RunDir(Path(out))
+    run = RunDir(out)
     with run.lock():
         clean_tmp(run)  # spill files a killed run left behind
         run.write_config(pipeline, options)
