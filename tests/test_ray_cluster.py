@@ -34,6 +34,7 @@ from rlclimb.pipelines.readers import InputError, JsonlReader
 from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
 from rlclimb.pipelines.stage import Keep, Record, Stage, StageContext
 from rlclimb.stages.dedup.exact import ExactDedup
+from rlclimb.stages.dedup.minhash import MinHashDedup
 from rlclimb.stages.qa.importer import ImportQA
 
 pytestmark = pytest.mark.slow
@@ -172,6 +173,20 @@ def write_qa(tmp_path: Path) -> tuple[Path, Path]:
     return src, bench
 
 
+ENGINE_FIELDS = ("time_s", "memory", "spill")  # where and how long: the only report fields that differ
+
+
+def reports(run_dir: Path, names: tuple[str, ...]) -> dict[str, dict]:
+    out = {}
+    for name in names:
+        report = json.loads((run_dir / "reports" / f"{name}.json").read_text())
+        out[name] = {k: v for k, v in report.items() if k not in ENGINE_FIELDS}
+    return out
+
+
+GLOBAL_STAGES = ("dedup_exact", "dedup_minhash", "decontam")
+
+
 def test_qa_jsonl_with_dedup_and_decontam_matches_local(cluster, tmp_path):
     src, bench = write_qa(tmp_path)
     sections = {"decontam": {"benchmarks": [str(bench)]}}
@@ -180,6 +195,38 @@ def test_qa_jsonl_with_dedup_and_decontam_matches_local(cluster, tmp_path):
     reasons = {r["reason"] for r in local[1]}
     assert {"bad_json", "duplicate_exact", "duplicate_minhash", "benchmark_match"} <= reasons
     assert len(local[0]) > 80
+    # the global stages were decided on the cluster, and report the same clusters and matches
+    assert reports(tmp_path / "ray", GLOBAL_STAGES) == reports(tmp_path / "local", GLOBAL_STAGES)
+    spill = json.loads((tmp_path / "ray" / "reports" / "dedup_minhash.json").read_text())["spill"]
+    assert spill["engine"].startswith("ray")
+
+
+def write_clusters(path: Path, n: int = 400) -> None:
+    """Templated questions in clusters of 1 to 5 near-duplicates (answers of varied length, so
+    keep=longest_answer picks a representative other than the first), exact copies, blanks."""
+    lines = []
+    for i in range(n):
+        c, k = divmod(i, 4)
+        base = f"A train leaves station {c} at {c % 12} o'clock and travels {3 * c} miles; how long is the trip"
+        q = [base + "?", base + ", roughly?", base.upper() + "?", base.replace("travels", "goes") + "?"][k] if c % 3 else base + f" {i}?"
+        if i % 53 == 0:
+            q = ""
+        lines.append(json.dumps({"question": q, "answer": "x" * ((i * 7) % 11 + 1)}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_minhash_keep_rule_and_small_parts_match_local(cluster, tmp_path):
+    src = tmp_path / "c.jsonl"
+    write_clusters(src)
+    make = lambda: Pipeline("clusters", JsonlReader([src]), [  # noqa: E731
+        ImportQA(), ExactDedup(), MinHashDedup(keep="longest_answer", partitions=8, batch_size=50)], shard_size=9)
+    local, ray_ = both(tmp_path, make)
+    assert ray_ == local
+    stages = ("dedup_exact", "dedup_minhash")
+    assert reports(tmp_path / "ray", stages) == reports(tmp_path / "local", stages)
+    minhash = reports(tmp_path / "local", stages)["dedup_minhash"]
+    assert minhash["largest_cluster"] >= 3 and minhash["dropped"] > 30
+    assert len(list((tmp_path / "ray" / "stages").glob("*minhash*/part-*.done.json"))) > 10
 
 
 # ---- a consensus LLM stage against the scripted server ------------------------------------------
@@ -302,6 +349,46 @@ def test_killed_worker_process_loses_and_duplicates_nothing(cluster, tmp_path):
     assert killed, "the test never saw a worker to kill"
     assert outputs(result.run_dir) == local
     assert len(local[0]) == 48
+
+
+def test_killed_worker_mid_global_stage_loses_and_duplicates_nothing(cluster, tmp_path):
+    """SIGKILL to the Ray worker processes computing MinHash signatures and committing the
+    stage's parts, while they run: Ray restarts them and redoes their tasks (retried tasks
+    rewrite the same scratch files and parts), and the output is the local executor's."""
+    src = tmp_path / "c.jsonl"
+    write_clusters(src, 1600)
+    make = lambda: Pipeline("clusters", JsonlReader([src]), [ImportQA(), MinHashDedup(batch_size=64)], shard_size=16)  # noqa: E731
+    local = outputs(run_pipeline(make(), tmp_path / "local", RunOptions(progress=False)).run_dir)
+    killed: dict[str, int] = {}
+    done = threading.Event()
+
+    def kill_workers() -> None:  # the process title names the task a Ray worker runs
+        while not done.is_set() and len(killed) < 2:
+            for pid in _ours(str(cluster.root)):
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                for what in (b"MinHashSketcher", b"commit_parts"):
+                    if what in title and what.decode() not in killed:
+                        time.sleep(0.05)
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                            killed[what.decode()] = pid
+                        except ProcessLookupError:
+                            pass
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_workers, daemon=True)
+    killer.start()
+    try:
+        result = run_pipeline(make(), tmp_path / "ray", RunOptions(engine="ray", progress=False))
+    finally:
+        done.set()
+        killer.join(timeout=5)
+    assert "MinHashSketcher" in killed, f"the test never saw a signature worker to kill ({killed})"
+    assert outputs(result.run_dir) == local
+    assert local[2][-1][4] == {"duplicate_minhash": local[2][-1][1] - local[2][-1][2]} and local[2][-1][2] < 1400
 
 
 def test_a_node_that_does_not_share_the_run_dir_fails_the_run_loudly(cluster, tmp_path):
