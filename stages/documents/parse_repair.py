@@ -25,6 +25,7 @@ import string
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .parse_quality import script_of
@@ -45,10 +46,14 @@ _ASCII_LETTER = re.compile(r"[A-Za-z]")
 # the words that hold a non-ASCII character: an ASCII word is never evidence (no other script,
 # no ligature or Latin-1 glyph), and skipping those is most of the work saved on a clean page
 _NON_ASCII_WORD = re.compile(r"\S*[^\s\x00-\x7f]\S*")
+_LIGATURE = re.compile("[\u0180-\u02af]")  # `_ligature_glyph`, as one search per word
+# 3+ Latin-1 letters and symbols only (not the math signs × ÷ ± · µ ° ¬)
+_LATIN1_ONLY = re.compile("[" + "".join(re.escape(chr(c)) for c in range(0xA1, 0x100) if chr(c) not in "×÷±·µ°¬") + "]{3,}")
 MAX_SAMPLE_PAGES = 3  # pages OCR'd per document to learn its substitutions
 MIN_VOTES, MIN_SHARE = 2, 0.7
 
 
+@lru_cache(maxsize=1 << 14)
 def _foreign(ch: str, main: str) -> bool:
     s = script_of(ch)
     return s in _SCRIPTS and s != main
@@ -59,17 +64,17 @@ def _ligature_glyph(ch: str) -> bool:
 
 
 def main_script(text: str) -> str:
-    # ASCII letters are all LATIN: counted in C; only the other letters are looked up one by one,
+    # ASCII letters are all LATIN: counted in C; only the distinct other letters are looked up,
     # and scripts keep the order of their first letter (a tie goes to the script seen first)
     head = text[:6000]
     first: dict[str, int] = {}
     counts: Counter[str] = Counter()
-    for m in _NON_ASCII.finditer(head):
-        c = m.group()
+    for c, n in Counter(_NON_ASCII.findall(head)).items():
         if c.isalpha():
             s = script_of(c)
-            counts[s] += 1
-            first.setdefault(s, m.start())
+            counts[s] += n
+            at = head.find(c)
+            first[s] = min(first.get(s, at), at)
     if (latin := _ASCII_LETTER.search(head)) is not None:
         counts["LATIN"] += sum(map(head.count, string.ascii_letters))
         first["LATIN"] = min(first.get("LATIN", latin.start()), latin.start())
@@ -102,17 +107,17 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
             spans += runs
     for m in _NON_ASCII_WORD.finditer(text):
         w, at = m.group(), m.start()
-        foreign = [i for i, c in enumerate(w) if _foreign(c, main)]
-        if foreign and (len(foreign) < len([c for c in w if c.isalpha()]) or len(w) <= 3 or main == "LATIN"):
+        foreign = [i for i, c in enumerate(w) if c > "\x7f" and _foreign(c, main)]
+        if foreign and ((alpha := sum(map(str.isalpha, w))) > len(foreign) or len(w) <= 3 or main == "LATIN"):
             # a lone foreign letter, or letters of two scripts in one word (a real foreign word
             # in a Latin text is rare and long: 4+ letters of its own script, left alone)
-            if not (main == "LATIN" and len(foreign) >= 4 and len(foreign) == sum(c.isalpha() for c in w)):
+            if not (main == "LATIN" and len(foreign) >= 4 and len(foreign) == alpha):
                 spans += [(at + i, at + i + 1) for i in foreign]
-        if main == "LATIN" and any(map(_ligature_glyph, w)) and _LOWER_WORD.search(w):
+        if main == "LATIN" and _LIGATURE.search(w) and _LOWER_WORD.search(w):
             # in a word of lower-case letters: where "ti", "ft", "fi" glyphs sit ("AnalyƟcally", "Ɵme")
             spans += [(at + i, at + i + 1) for i, c in enumerate(w) if _ligature_glyph(c)]
         core = w.strip(".,:;!?()[]\"'")
-        if len(core) >= 3 and all("\u00a1" <= c <= "\u00ff" and c not in "×÷±·µ°¬" for c in core):
+        if _LATIN1_ONLY.fullmatch(core):
             # a word of Latin-1 letters and symbols only: no Western language spells one
             spans += [(at + i, at + i + 1) for i, c in enumerate(w) if "\u00a1" <= c <= "\u00ff"]
         elif _LATIN1_SYMBOL.search(w[1:-1]) and sum(c.isalpha() for c in w) >= 2:
@@ -124,7 +129,7 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
 
 
 def suspect_chars(text: str, main: str = "LATIN") -> Counter[str]:
-    return Counter(c for a, b in suspects(text, main) for c in text[a:b])
+    return Counter(text[a] for a, _ in suspects(text, main))  # spans are one glyph each
 
 
 @dataclass
@@ -142,9 +147,8 @@ def repair(text: str, table: dict[str, str], main: str = "LATIN", page_chars: fr
     a page number, a digit-free page); those that are no letters of the main script are replaced
     wherever they occur, letters of the main script only inside words found suspect here."""
     spans = suspects(text, main)
-    if page_chars:
-        spans = sorted(set(spans) | {(i, i + 1) for i, c in enumerate(text)
-                                     if c in page_chars and (script_of(c) != main or _ligature_glyph(c))})
+    if page_chars and (anywhere := _anywhere(page_chars, main)) is not None:
+        spans = sorted(set(spans) | {(m.start(), m.start() + 1) for m in anywhere.finditer(text)})
     if not spans:
         return text, 0, 0
     out, pos, done, left = [], 0, 0, 0
@@ -162,6 +166,14 @@ def repair(text: str, table: dict[str, str], main: str = "LATIN", page_chars: fr
         pos = b
     out.append(text[pos:])
     return "".join(out), done, left
+
+
+@lru_cache(maxsize=256)
+def _anywhere(page_chars: frozenset[str], main: str) -> re.Pattern | None:
+    """The page's suspect code points that `repair` replaces wherever they occur (no letters of
+    the main script), as one pattern; compiled once per page, not searched glyph by glyph per line."""
+    chars = sorted(c for c in page_chars if script_of(c) != main or _ligature_glyph(c))
+    return re.compile("[" + "".join(map(re.escape, chars)) + "]") if chars else None
 
 
 def _chars(textpage: Any) -> list[tuple[str, tuple[float, float, float, float]]]:
