@@ -1,15 +1,24 @@
 """Semantic near-duplicate removal: sentence embeddings + faiss range search over normalized
 vectors (never an n x n matrix), clusters of pairs above a cosine threshold.
 
-Pass 1 spools the records to disk and embeds them in batches (`embedding`: `minilm` by default,
-`static` for speed). Pass 2 range-searches every vector against the index in chunks, keeps
-pairs at or above `threshold` whose numbers agree (a template variant with other numbers embeds
-almost identically but is another problem), and joins them into clusters. Pass 3 streams the
-spool back, keeping one representative per cluster. Memory: one copy of the vectors, in the
-faiss index (dim x 4 bytes per record: 1.5 KB for MiniLM, 1 KB for static: 15 GB for 10M MiniLM
-vectors; `storage: float16` halves it at a large search-time cost); the batches stream to a file
-in the spill directory, read back in chunks for the index, the queries and the scores; records
-stay on disk.
+Pass 1 spools the records to disk and streams their embeddings, a batch at a time, to a spill
+file (`embedding`: `minilm` by default, `static` for speed; MiniLM runs on CUDA when there is
+one). Pass 2 finds every pair at or above `threshold` whose numbers agree (a template variant
+with other numbers embeds almost identically but is another problem) and joins them into
+clusters. Pass 3 streams the spool back, keeping one representative per cluster.
+
+The spill file is the one copy of the vectors (`storage`: float32, float16, or int8 with a
+per-vector scale: 4, 2 or 1 byte per dimension, +4 bytes per vector for int8). What stays in
+memory depends on the index:
+- flat (exact): the file is searched tile by tile: a tile of rows (`memory_mb` of float32) in a
+  faiss flat index, every earlier row range-searched against it in chunks (pairs i < j), so
+  memory is `memory_mb` whatever the corpus; one tile (the whole corpus, below ~700k MiniLM
+  vectors at the default 1 GB) is exactly the single-index search, tiles cost one more pass
+  over the file each.
+- ivf: a faiss IVF index over the whole corpus, in memory, holding `storage` codes: per vector
+  4 x dim (float32), 2 x dim (float16) or dim (int8, faiss's trained 8-bit scalar quantizer)
+  bytes plus 8 of id (MiniLM, 384 dims: 1.5 / 0.78 / 0.39 GB per 1M vectors); queries probe
+  `nprobe` of ~4 x sqrt(n) lists.
 """
 
 from __future__ import annotations
@@ -54,10 +63,10 @@ class VectorDedupConfig(ClusterConfig):
     # flat's pairs at nprobe 16 on 50k templated questions); auto: flat below 100k records
     index: Literal["auto", "flat", "ivf"] = "auto"
     nprobe: int = Field(16, ge=1)
-    # how the index (the one copy in memory) holds the vectors: float16 halves it, but faiss's
-    # range search over a float16 flat index measured ~45x slower (4k x 64 dims: 42 s vs 0.9 s);
-    # cosines move by ~1e-3 (tests/test_dedup_vector.py)
-    storage: Literal["float16", "float32"] = "float32"
+    # how the spill file (and an ivf index) holds the vectors: float16 halves it, int8 quarters
+    # it; cosines move by ~1e-4 (float16) / ~2e-3 (int8) (benchmarks/dedup_vector_memory.py)
+    storage: Literal["float32", "float16", "int8"] = "float32"
+    memory_mb: int = Field(1024, ge=16)  # flat search: float32 rows held at once (one tile)
 
     @model_validator(mode="after")
     def _extra_installed(self):
@@ -110,22 +119,20 @@ class VectorDedup(Stage):
             present.append(np.fromiter((bool(t.strip()) for t in texts), bool, len(batch)))
         spool.close()
         n = spool.count
-        x = vectors.finish()  # memory-mapped
+        vectors.finish()
         rank = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
         num = np.concatenate(nums) if nums else np.zeros(0, np.int64)
         has_text = np.concatenate(present) if present else np.zeros(0, bool)
         t1 = time.perf_counter()
         left, right, _, candidates = range_pairs(
-            x, c.cosine, c.index, c.nprobe, keep=lambda a, b: (num[a] == num[b]) & has_text[a] & has_text[b],
-            storage=c.storage)
+            vectors, c.cosine, c.index, c.nprobe, keep=lambda a, b: (num[a] == num[b]) & has_text[a] & has_text[b],
+            storage=c.storage, memory_mb=c.memory_mb)
         labels, rep = clusters(n, left, right, rank)
         t2 = time.perf_counter()
         score = np.zeros(n)
         for lo in range(0, n, _QUERY_CHUNK):  # cosine to the representative, chunk by chunk
             hi = min(n, lo + _QUERY_CHUNK)
-            score[lo:hi] = np.einsum("ij,ij->i", _f32(x[lo:hi]), _f32(x[rep[lo:hi]]))
-        del x
-        vectors.close()
+            score[lo:hi] = np.einsum("ij,ij->i", vectors.read(slice(lo, hi)), vectors.read(rep[lo:hi]))
         examples = example_clusters(labels, c.examples)
         yield from emit_clusters(spool, rep, labels, score, examples, self.drop_reason, "cosine ", c.field)
         self.report = {
@@ -149,90 +156,138 @@ class VectorDedup(Stage):
 
 
 class VectorFile:
-    """Embedding batches appended to a file (as `dtype`), memory-mapped once complete."""
+    """Embedding batches appended to a file as `storage` (int8: codes, plus a per-vector scale in
+    a second file), read back as float32 rows. Reads map the file only for their length, so
+    the pages they touch leave the process with them."""
 
-    def __init__(self, directory, dim: int, dtype: str):
-        self.path, self.dim, self.dtype, self.rows = directory / "vectors.bin", dim, np.dtype(dtype), 0
+    def __init__(self, directory, dim: int, storage: str = "float32"):
+        self.path, self.dim, self.storage, self.rows = directory / "vectors.bin", dim, storage, 0
+        self.dtype = np.dtype(np.int8 if storage == "int8" else storage)
         self._out = open(self.path, "wb", buffering=1 << 20)
-        self._map: np.memmap | None = None
+        self._scales = open(directory / "scales.bin", "wb") if storage == "int8" else None
+
+    def __len__(self) -> int:
+        return self.rows
 
     def append(self, vecs: np.ndarray) -> None:
+        if self._scales is not None:  # symmetric per vector: the largest component -> 127
+            scale = np.maximum(np.abs(vecs).max(axis=1), 1e-12).astype(np.float32) / 127
+            self._scales.write(scale.tobytes())
+            vecs = np.rint(vecs / scale[:, None])
         self._out.write(np.ascontiguousarray(vecs, dtype=self.dtype).tobytes())
         self.rows += len(vecs)
 
-    def finish(self) -> np.ndarray:
+    def finish(self) -> None:
         self._out.close()
-        if not self.rows:
-            return np.zeros((0, self.dim), self.dtype)
-        self._map = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
-        return self._map
+        if self._scales is not None:
+            self._scales.close()
 
-    def close(self) -> None:
-        self._map = None
-        if not self._out.closed:
-            self._out.close()
+    def read(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Rows (a range, or indices) as float32."""
+        if not self.rows:
+            return np.zeros((0, self.dim), np.float32)
+        codes = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
+        out = codes[rows].astype(np.float32)
+        if self.storage == "int8":
+            scales = np.memmap(self.path.with_name("scales.bin"), dtype=np.float32, mode="r", shape=(self.rows,))
+            out *= scales[rows][:, None]
+        del codes
+        return out
+
+
+class ArrayRows:
+    """An in-memory array read like a VectorFile."""
+
+    def __init__(self, x: np.ndarray):
+        self.x, self.dim = x, x.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def read(self, rows: slice | np.ndarray) -> np.ndarray:
+        return _f32(self.x[rows])
+
+
+Rows = VectorFile | ArrayRows
+
+
+def _rows(x: np.ndarray | Rows) -> Rows:
+    return ArrayRows(x) if isinstance(x, np.ndarray) else x
 
 
 def _f32(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def build_index(x: np.ndarray, index: str = "auto", nprobe: int = 16, storage: str = "float32"):
-    """An inner-product faiss index over normalized vectors (inner product = cosine), holding
-    them as `storage` (float16: a scalar-quantized index, half the memory); `x` (an array or a
-    memmap) is added in chunks, so the index is the only full copy in memory."""
+_SQ = {"float16": "QT_fp16", "int8": "QT_8bit"}
+
+
+def build_index(x: np.ndarray | Rows, index: str = "auto", nprobe: int = 16, storage: str = "float32",
+                rows: slice = slice(None)):
+    """An inner-product faiss index over normalized vectors (inner product = cosine): flat
+    (float32), or ivf holding them as `storage` (a scalar-quantized IVF for float16 / int8).
+    The vectors (`rows` of them) are added in chunks, so the index is their only copy in memory."""
     import faiss
 
-    dim = x.shape[1]
+    src = _rows(x)
+    lo, hi, _ = rows.indices(len(src))
+    n, dim = hi - lo, src.dim
     metric = faiss.METRIC_INNER_PRODUCT
     if index == "auto":
-        index = "ivf" if len(x) >= 100_000 else "flat"
-    if index == "ivf" and len(x) >= 10_000:  # fewer vectors: too few to train the lists
-        nlist = int(4 * np.sqrt(len(x)))
+        index = "ivf" if n >= 100_000 else "flat"
+    if index == "ivf" and n >= 10_000:  # fewer vectors: too few to train the lists
+        nlist = int(4 * np.sqrt(n))
         quantizer = faiss.IndexFlatIP(dim)
-        if storage == "float16":
-            idx = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_fp16, metric)
+        if storage in _SQ:
+            idx = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, getattr(faiss.ScalarQuantizer, _SQ[storage]), metric)
         else:
             idx = faiss.IndexIVFFlat(quantizer, dim, nlist, metric)
-        sample = np.sort(np.random.default_rng(0).choice(len(x), min(len(x), 64 * nlist), replace=False))
-        idx.train(_f32(x[sample]))
+        sample = lo + np.sort(np.random.default_rng(0).choice(n, min(n, 64 * nlist), replace=False))
+        idx.train(src.read(sample))
         idx.nprobe = nprobe
-    elif storage == "float16":
-        idx = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_fp16, metric)
     else:
         idx = faiss.IndexFlatIP(dim)
-    for lo in range(0, len(x), _QUERY_CHUNK):
-        idx.add(_f32(x[lo : lo + _QUERY_CHUNK]))
+    for at in range(lo, hi, _QUERY_CHUNK):
+        idx.add(src.read(slice(at, min(hi, at + _QUERY_CHUNK))))
     return idx
 
 
-def range_pairs(x: np.ndarray, threshold: float, index: str = "auto", nprobe: int = 16,
+def range_pairs(x: np.ndarray | Rows, threshold: float, index: str = "auto", nprobe: int = 16,
                 keep: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-                storage: str = "float32") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                storage: str = "float32", memory_mb: int = 1024) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """All pairs i < j with cosine >= threshold, by faiss range search in chunks of queries.
 
+    Flat: the rows are searched a tile at a time (`memory_mb` of float32 rows in a flat index,
+    queried by every row before the tile's end), so memory does not grow with the corpus.
     `keep(left, right)` filters each chunk's pairs as they come (the numbers gate), so a
     heavily templated corpus, where thousands of variants embed alike, holds only the pairs
     that survive. Returns (left, right, cosine, candidate pairs before the filter)."""
-    if len(x) < 2:
+    src = _rows(x)
+    n = len(src)
+    if n < 2:
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(0, np.float32), 0
-    idx = build_index(x, index, nprobe, storage)
+    if index == "auto":
+        index = "ivf" if n >= 100_000 else "flat"
+    tile = n if index == "ivf" else max(_QUERY_CHUNK, memory_mb * 2**20 // (4 * src.dim))
     lefts, rights, sims, candidates = [], [], [], 0
     # faiss returns inner products strictly above the radius; step just below the threshold
     radius = float(np.nextafter(np.float32(threshold), np.float32(-1)))
-    for lo in range(0, len(x), _QUERY_CHUNK):
-        lims, dist, labels = idx.range_search(_f32(x[lo : lo + _QUERY_CHUNK]), radius)
-        query = lo + np.repeat(np.arange(len(lims) - 1), np.diff(lims).astype(np.int64))
-        upper = labels > query  # each pair once, no self-matches
-        left, right, sim = query[upper], labels[upper].astype(np.int64), dist[upper]
-        candidates += len(left)
-        if keep is not None:
-            ok = keep(left, right)
-            left, right, sim = left[ok], right[ok], sim[ok]
-        lefts.append(left)
-        rights.append(right)
-        sims.append(sim)
+    for b0 in range(0, n, tile):
+        b1 = min(n, b0 + tile)
+        idx = build_index(src, index, nprobe, storage, rows=slice(b0, b1))
+        for lo in range(0, b1, _QUERY_CHUNK):  # rows after the tile pair with it in a later tile
+            lims, dist, labels = idx.range_search(src.read(slice(lo, min(b1, lo + _QUERY_CHUNK))), radius)
+            query = lo + np.repeat(np.arange(len(lims) - 1), np.diff(lims).astype(np.int64))
+            labels = labels.astype(np.int64) + b0
+            upper = labels > query  # each pair once, no self-matches
+            left, right, sim = query[upper], labels[upper], dist[upper]
+            candidates += len(left)
+            if keep is not None:
+                ok = keep(left, right)
+                left, right, sim = left[ok], right[ok], sim[ok]
+            lefts.append(left)
+            rights.append(right)
+            sims.append(sim)
+        del idx
     return np.concatenate(lefts), np.concatenate(rights), np.concatenate(sims), candidates
-
-
