@@ -411,3 +411,40 @@ class Lease:
         cur = self._read()
         if cur and cur.get("owner") == self.owner:
             self.fs.rm_file(self.path)
+
+
+# ---- small files at a path or a URL (the Ray storage probe) --------------------------------------
+
+
+def read_text(path: str | Path) -> str:
+    if is_url(path):
+        fs, inner = filesystem(str(path))
+        return fs.cat_file(inner).decode()
+    return Path(path).read_text()
+
+
+def write_text(path: str | Path, text: str) -> None:
+    if is_url(path):
+        fs, inner = filesystem(str(path))
+        fs.pipe_file(inner, text.encode())
+    else:
+        Path(path).write_text(text)
+
+
+def exists(path: str | Path) -> bool:
+    if is_url(path):
+        fs, inner = filesystem(str(path))
+        fs.invalidate_cache()
+        return fs.isfile(inner)
+    return Path(path).exists()
+
+
+def remove(path: str | Path) -> None:
+    if is_url(path):
+        fs, inner = filesystem(str(path))
+        try:
+            fs.rm_file(inner)
+        except FileNotFoundError:
+            pass
+    else:
+        Path(path).unlink(missing_ok=True)

@@ -68,6 +68,8 @@ def write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=1, default=str))
     os.replace(tmp, path)
+    if path.name == "_SUCCESS.json":  # (a run at a URL) a global segment's reports go before its marker
+        push(*sorted(path.parent.glob("report.*.json")))
     push(path)
 
 

@@ -22,7 +22,7 @@ from ..progress import Progress
 from ..readers import Rejected, parquet_shards
 from ..rundir import RunDir
 from ..stage import Record, StageContext, setup_stages
-from ..storage import push, unpush
+from ..storage import unpush
 from .commit import commit_shard, publish_reports, read_parts, write_json
 from .plan import Pipeline, RunOptions, RunResult, Segment, plan_segments
 from .shard import ShardRunner
@@ -205,5 +205,4 @@ class LocalExecutor:
         if seg.first:
             read.kept = read.out = st.seen
             stats = {READ_STAGE: read.to_dict(), **stats}
-        push(*sorted(seg_dir.glob("report.*.json")))  # (a run at a URL) the stage's report, before the marker
         write_json(marker, {"stats": stats})
