@@ -1,5 +1,8 @@
 """Joining a Ray cluster, and checking that its nodes share the run directory.
 
+A run directory at a URL (s3://...) needs no mount: workers commit to the store, the driver
+fetches each reported commit from it (commit.fetch_commit), and the probe goes through the store.
+
 Workers commit their shards straight into the run directory, so every node must see the same
 files at the same path (an NFS/Lustre/EFS mount, or a FUSE-mounted bucket). Ray cannot tell
 us; a worker writing to its own local disk would lose its shards without a word. So the
@@ -14,11 +17,14 @@ import socket
 import uuid
 from pathlib import Path
 
+from .. import storage
 from ..readers import InputError
+from .commit import fetch_commit
 
 SHARED_STORAGE_FIX = (
     "the run directory must be on storage every Ray node mounts at the same path "
-    "(NFS, Lustre, EFS, a FUSE-mounted bucket); put --out there, or run with --engine local"
+    "(NFS, Lustre, EFS, a FUSE-mounted bucket) or at a URL every node can reach (s3://...); "
+    "put --out there, or run with --engine local"
 )
 
 
@@ -64,8 +70,8 @@ def _probe(path: str, token: str, reply: str) -> dict:
     """On one node: read what the driver wrote, write a reply the driver must see."""
     seen = None
     try:
-        seen = Path(path).read_text()
-        Path(reply).write_text(token)
+        seen = storage.read_text(path)
+        storage.write_text(reply, token)
     except OSError:
         pass
     return {"node": socket.gethostname(), "ip": _node_ip(), "seen": seen == token}
@@ -86,18 +92,19 @@ def check_shared_storage(run_dir: Path) -> None:
     ray = _ray()
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    probe_dir = Path(run_dir) / "tmp"
-    probe_dir.mkdir(parents=True, exist_ok=True)
+    probe_dir = storage.url_of(run_dir) + "/tmp"  # a run at a URL: probe the store itself
+    if not storage.is_url(probe_dir):
+        Path(probe_dir).mkdir(parents=True, exist_ok=True)
     token = uuid.uuid4().hex
-    path = probe_dir / f"storage-probe-{token}"
-    path.write_text(token)
+    path = f"{probe_dir}/storage-probe-{token}"
+    storage.write_text(path, token)
     probe = ray.remote(num_cpus=0)(_probe)
     refs, replies = [], []
     try:
         for node in ray.nodes():
             if not node.get("Alive"):
                 continue
-            reply = probe_dir / f"storage-probe-{token}.{node['NodeID'][:12]}"
+            reply = f"{path}.{node['NodeID'][:12]}"
             replies.append(reply)
             strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
             refs.append((node, reply, probe.options(scheduling_strategy=strategy).remote(str(path), token, str(reply))))
@@ -106,15 +113,16 @@ def check_shared_storage(run_dir: Path) -> None:
             where = f"Ray node {node.get('NodeManagerAddress', r['ip'])} ({r['node']})"
             if not r["seen"]:
                 raise CommitNotVisible(f"{where} cannot read {path}, which the driver wrote: {SHARED_STORAGE_FIX}")
-            if not reply.exists():
+            if not storage.exists(reply):
                 raise CommitNotVisible(f"the driver cannot see {reply}, which {where} wrote: {SHARED_STORAGE_FIX}")
     finally:
         for f in [path, *replies]:
-            f.unlink(missing_ok=True)
+            storage.remove(f)
 
 
 def check_commit(seg_dir: Path, i: int, node: str) -> None:
     """A worker said it committed shard i: its marker must be visible here, or we would lose it."""
+    fetch_commit(Path(seg_dir), i)  # a run at a URL: the worker committed to the store
     marker = Path(seg_dir) / f"part-{i:05d}.done.json"
     if not marker.exists():
         raise CommitNotVisible(

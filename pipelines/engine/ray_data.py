@@ -47,12 +47,14 @@ from rlclimb.stages.dedup.common import spilling
 
 from ..rundir import RunDir
 from ..stage import Stage, StageContext, setup_stages
+from ..storage import local_dir, read_parquet, url_of
 from .commit import commit_shard, read_parts
 from .executors import LocalExecutor
 from .plan import Pipeline, RunOptions, Segment
 from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
 from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
 from .ray_global import ClusterMap, commit_decisions, input_slices
+from .ray_read import ReadPieces, cluster_shards, worker_readable
 from .shard import ShardRunner
 from .sketch import SketchFeed
 
@@ -104,16 +106,22 @@ class ShardCache:
 class ShardWorker:
     """A Ray Data class UDF: the segment's stages set up once per actor; one shard per call."""
 
-    def __init__(self, seg: Segment, ctx: StageContext, seg_dir: str, llm: Any = None):
+    def __init__(self, seg: Segment, ctx: StageContext, seg_dir: str, llm: Any = None, caches: tuple[str, str] | None = None):
         import ray
 
-        self.seg, self.seg_dir = seg, Path(seg_dir)
+        # seg_dir: a path on shared storage, or the segment's URL (this node commits to the store)
+        self.seg, self.seg_dir = seg, local_dir(seg_dir)
+        self.kv = None
+        if caches is not None:  # a run at a URL: row and LLM caches are objects in the store
+            from ..kvstore import ObjectKV
+
+            self.kv = ObjectKV(caches[0])
         client = None
         if llm is not None:
             from .limiter import ClusterLLMClient
 
-            # No request cache (SQLite is per host): the per-shard row cache is what resumes.
-            client = ClusterLLMClient(llm, cache_path=None)
+            # No request cache on shared POSIX storage (SQLite is per host): the per-shard row cache is what resumes.
+            client = ClusterLLMClient(llm, cache_path=caches[1] if caches else None)
         self.ctx = replace(ctx, llm=client)
         setup_stages(seg.stages, self.ctx)
         self.cached = any(s.cache for s in seg.stages)
@@ -123,17 +131,19 @@ class ShardWorker:
     @staticmethod
     def _items(blob: bytes) -> list | pa.RecordBatch:
         spec = pickle.loads(blob)
+        if isinstance(spec, ReadPieces):  # the first segment's items, read on the cluster
+            return spec.load()
         if not isinstance(spec, tuple):  # the reader's items
             return spec
         path, offset, length = spec
-        table = pq.read_table(path).slice(offset, length)
+        table = read_parquet(path).slice(offset, length)
         return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([])
 
     def __call__(self, batch: dict) -> dict:
         out: dict[str, list] = {"i": [], "seen": [], "drops": [], "node": []}
         for i, blob in zip(batch["i"].to_pylist(), batch["spec"].to_pylist(), strict=True):
             items = self._items(blob)
-            cache = ShardCache(self.seg_dir / f"cache-{i:05d}.jsonl") if self.cached else None
+            cache = (self.kv or ShardCache(self.seg_dir / f"cache-{i:05d}.jsonl")) if self.cached else None
             self.runner.cache = cache
             try:
                 rows, ledger, stats = self.runner.run(items)
@@ -154,7 +164,7 @@ def part_slices(parts: list[Path], size: int) -> Iterator[tuple[str, int, int]]:
     for path in parts:
         n = pq.ParquetFile(path).metadata.num_rows
         for offset in range(0, n, size):
-            yield str(path), offset, min(size, n - offset)
+            yield url_of(path), offset, min(size, n - offset)
 
 
 class Sketcher:
@@ -167,7 +177,7 @@ class Sketcher:
 
     def __call__(self, batch: dict) -> dict:
         path, offset, length = batch["path"][0], int(batch["offset"][0]), int(batch["length"][0])
-        rows = to_rows(pq.read_table(path).slice(offset, length))
+        rows = to_rows(read_parquet(path).slice(offset, length))
         return {k: np.asarray(v) for k, v in self.stage.sketch(rows).items()}
 
 
@@ -252,12 +262,24 @@ class RayExecutor(LocalExecutor):
         commit_decisions(run, seg, seg_dir, slices, n, decisions, self.pipeline.shard_size, t0, progress, task)
 
     def _run_rows(self, seg: Segment, seg_dir: Path, progress) -> None:
+        if seg.first and worker_readable(self.pipeline.reader) and not getattr(self.run, "url", None):
+            import ray
+
+            with spilling(self.ctx, "read", None) as scratch:  # <run>/tmp: shared by every node
+                total, shards = cluster_shards(ray.data, self.pipeline.reader, scratch, self.pipeline.shard_size, 1.0)
+                return self._run_shards(seg, seg_dir, progress, total, shards)
+        return self._run_shards(seg, seg_dir, progress, self._total(seg), None)
+
+    def _run_shards(self, seg: Segment, seg_dir: Path, progress, total: int | None, read: Iterator | None) -> None:
+        """`read`: the first segment's shards as pieces the workers load (JSONL read on the cluster)."""
         import ray
 
-        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
+        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), total)
         size = self.pipeline.shard_size
         refs, todo = [], 0  # one Arrow table per shard in the object store (spilled to disk past its size)
-        if seg.first:
+        if read is not None:
+            shards = enumerate(read)
+        elif seg.first:
             shards = enumerate(self.pipeline.reader.shards(size))
         else:
             prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
@@ -277,7 +299,8 @@ class RayExecutor(LocalExecutor):
         ctx = StageContext(run_dir=self.run.path, llm=None, seed=self.options.seed, segment_dir=seg_dir)
         ds = ray.data.from_arrow_refs(refs).map_batches(
             ShardWorker,
-            fn_constructor_kwargs={"seg": seg, "ctx": ctx, "seg_dir": str(seg_dir), "llm": self.options.llm},
+            fn_constructor_kwargs={"seg": seg, "ctx": ctx, "seg_dir": url_of(seg_dir), "llm": self.options.llm,
+                                   "caches": (self.run.stage_cache, self.run.llm_cache) if self.run.url else None},
             batch_size=1,
             batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=actors),

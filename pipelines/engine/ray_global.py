@@ -33,6 +33,7 @@ from rlclimb.schemas.io import to_rows
 
 from ..bookkeeping import StageStats, ledger_row
 from ..stage import Drop, Record
+from ..storage import local_dir, read_parquet, unpush, url_of
 from .commit import commit_shard, write_json
 from .plan import Segment
 from .ray_cluster import check_commit
@@ -49,7 +50,7 @@ class Slice:
     start: int
 
     def read(self) -> list[Record]:
-        return to_rows(pq.read_table(self.path).slice(self.offset, self.length))
+        return to_rows(read_parquet(self.path).slice(self.offset, self.length))
 
 
 def input_slices(parts: list[Path], size: int) -> list[Slice]:
@@ -59,7 +60,7 @@ def input_slices(parts: list[Path], size: int) -> list[Slice]:
         n = pq.ParquetFile(path).metadata.num_rows
         for offset in range(0, n, size):
             length = min(size, n - offset)
-            out.append(Slice(str(path), offset, length, start))
+            out.append(Slice(url_of(path), offset, length, start))  # (a URL for a run at one)
             start += length
     return out
 
@@ -122,7 +123,7 @@ def commit_parts(batch: dict, *, slices: list[Slice], seg: Segment, seg_dir: str
                 ledger.append(ledger_row(stage, Drop(reason, drops[g]), rec))
             else:
                 rows.append(rec)
-        commit_shard(Path(seg_dir), k, rows, ledger, {}, seg)
+        commit_shard(local_dir(seg_dir), k, rows, ledger, {}, seg)
         out["k"].append(k)
         out["seen"].append(end - start)
         out["drops"].append(len(ledger))
@@ -156,9 +157,10 @@ def commit_decisions(run: ClusterMap, seg: Segment, seg_dir: Path, slices: list[
              for k, ((s, e), a, b) in enumerate(zip(ranges, lo, hi, strict=True))]
     for stale in seg_dir.glob("part-*"):
         stale.unlink()
+        unpush(stale)
     stage = seg.stages[0]
     ds = run(run.ray_data.from_items(specs, override_num_blocks=len(specs)), commit_parts,
-             fn_kwargs={"slices": slices, "seg": seg, "seg_dir": str(seg_dir), "stage": stage.name,
+             fn_kwargs={"slices": slices, "seg": seg, "seg_dir": url_of(seg_dir), "stage": stage.name,
                         "reason": decisions.reason, "respool": decisions.respool})
     for row in ds.iter_rows():
         check_commit(seg_dir, int(row["k"]), "a Ray worker")
