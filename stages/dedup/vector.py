@@ -66,7 +66,7 @@ class VectorDedupConfig(ClusterConfig):
     # how the spill file (and an ivf index) holds the vectors: float16 halves it, int8 quarters
     # it; cosines move by ~1e-4 (float16) / ~2e-3 (int8) (benchmarks/dedup_vector_memory.py)
     storage: Literal["float32", "float16", "int8"] = "float32"
-    memory_mb: int = Field(1024, ge=16)  # flat search: float32 rows held at once (one tile)
+    memory_mb: int = Field(1024, ge=1)  # flat search: float32 rows held at once (one tile)
 
     @model_validator(mode="after")
     def _extra_installed(self):
