@@ -45,7 +45,10 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 # the words that hold a non-ASCII character: an ASCII word is never evidence (no other script,
 # no ligature or Latin-1 glyph), and skipping those is most of the work saved on a clean page
-_NON_ASCII_WORD = re.compile(r"\S*[^\s\x00-\x7f]\S*")
+_NON_ASCII_WORD = re.compile(r"(?<!\S)(?=\S*[^\s\x00-\x7f])\S+")  # from word starts only: linear
+_HAS_CTRL = re.compile(f"[{_CTRL}]")  # what the numeric-position patterns below look for
+_SCRIPT_RANGE = re.compile("[\u03e2-\U0010ffff]")  # the lowest letter of a `_SCRIPTS` script is U+03E2 (Coptic)
+_LATIN1_RANGE = re.compile("[\u00a0-\u00ff]")
 _LIGATURE = re.compile("[\u0180-\u02af]")  # `_ligature_glyph`, as one search per word
 # 3+ Latin-1 letters and symbols only (not the math signs × ÷ ± · µ ° ¬)
 _LATIN1_ONLY = re.compile("[" + "".join(re.escape(chr(c)) for c in range(0xA1, 0x100) if chr(c) not in "×÷±·µ°¬") + "]{3,}")
@@ -98,16 +101,18 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
     """Spans (start, end) of `text` whose code points are evidence of a remapped or unmapped font."""
     if not _CANDIDATE.search(text):
         return []
-    spans = [m.span() for m in _FFFD.finditer(text)] + [m.span() for m in _NUMERIC.finditer(text)]
-    spans += [m.span(g) for m in _PAGE_NUMBER.finditer(text) for g in (1, 2)
-              if m.group(g) and not (len(m.group(g)) > 2 and len(set(m.group(g))) == 1)]  # not |||| bars
-    if main == "LATIN" and not any(map(text.__contains__, "0123456789")):
-        runs = [m.span() for m in _CTRL_RUN.finditer(text)]
-        if len(runs) >= 3:  # a page of text without one digit, but with glyph runs where numbers go
-            spans += runs
+    spans = [m.span() for m in _FFFD.finditer(text)]
+    if _HAS_CTRL.search(text):  # raw codes or private-use glyphs: are they where numbers go?
+        spans += [m.span() for m in _NUMERIC.finditer(text)]
+        spans += [m.span(g) for m in _PAGE_NUMBER.finditer(text) for g in (1, 2)
+                  if m.group(g) and not (len(m.group(g)) > 2 and len(set(m.group(g))) == 1)]  # not |||| bars
+        if main == "LATIN" and not any(map(text.__contains__, "0123456789")):
+            runs = [m.span() for m in _CTRL_RUN.finditer(text)]
+            if len(runs) >= 3:  # a page of text without one digit, but with glyph runs where numbers go
+                spans += runs
     for m in _NON_ASCII_WORD.finditer(text):
         w, at = m.group(), m.start()
-        foreign = [i for i, c in enumerate(w) if c > "\x7f" and _foreign(c, main)]
+        foreign = [i for i, c in enumerate(w) if c >= "\u03e2" and _foreign(c, main)] if _SCRIPT_RANGE.search(w) else None
         if foreign and ((alpha := sum(map(str.isalpha, w))) > len(foreign) or len(w) <= 3 or main == "LATIN"):
             # a lone foreign letter, or letters of two scripts in one word (a real foreign word
             # in a Latin text is rare and long: 4+ letters of its own script, left alone)
@@ -116,6 +121,8 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
         if main == "LATIN" and _LIGATURE.search(w) and _LOWER_WORD.search(w):
             # in a word of lower-case letters: where "ti", "ft", "fi" glyphs sit ("AnalyƟcally", "Ɵme")
             spans += [(at + i, at + i + 1) for i, c in enumerate(w) if _ligature_glyph(c)]
+        if not _LATIN1_RANGE.search(w):
+            continue
         core = w.strip(".,:;!?()[]\"'")
         if _LATIN1_ONLY.fullmatch(core):
             # a word of Latin-1 letters and symbols only: no Western language spells one
