@@ -49,7 +49,7 @@ def test_scripts_and_small_fractions_are_rebuilt_from_size_and_baseline(tmp_path
     assert "292^{3171} (mod 582)" in text
     assert "a_n = 2 * 5^{n-1} for n > 0" in text
     assert "x^2 + y_{k+1} = 0" in text
-    assert "f(x) = (p)/(q)" in text
+    assert "f(x) = \\frac{p}{q}" in text
     assert "A footnote set small throughout." in text
     assert "See the APPENDIX for tables." in text
     assert "^" not in text.split("See the")[1] and "_" not in text.split("A footnote")[1]

@@ -5,7 +5,8 @@ digits are all there, the notation is gone, and a gold answer read from it is wr
 question as printed. The glyphs still say what was meant, by several cues at once: a script is
 set smaller than the text around it (size) and on a raised or lowered baseline (origin); MuPDF
 also flags raised spans (`flags & 1`). A small raised run directly above a small lowered run
-(their x ranges overlap) is a textstyle fraction `\\frac{p}{q}`, written `(p)/(q)`.
+(their x ranges overlap) is a textstyle fraction, written `\\frac{p}{q}` as display fractions are
+(`parse_stacked`, which also rebuilds radicals).
 
 Two places see scripts:
 - inside one MuPDF line (most scripts): `line_text` rebuilds the line from its spans, which only
@@ -81,7 +82,7 @@ def _kind(span: dict, size: float, base: float) -> str:
 
 
 def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
-    """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `(p)/(q)`,
+    """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `\\frac{p}{q}`,
     and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are."""
     weights: Counter = Counter()
     for s in spans:
@@ -108,7 +109,7 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
     while i < len(runs):
         kind, text, x0, x1 = runs[i]
         if kind == "^" and i + 1 < len(runs) and runs[i + 1][0] == "_" and _overlap(x0, x1, *runs[i + 1][2:]):
-            out.append(f"({text.strip()})/({runs[i + 1][1].strip()})")  # small stacked numerator/denominator
+            out.append(f"\\frac{{{text.strip()}}}{{{runs[i + 1][1].strip()}}}")  # small stacked numerator/denominator
             i += 2
             continue
         attached = bool(out) and _base(out[-1][-1:]) and not text[:1].isspace()
@@ -228,7 +229,7 @@ def join_row(row: list[tuple]) -> list[str] | None:
         nxt = row[i + 1] if i + 1 < len(row) else None
         if kind and nxt is not None and {kind, kinds[i + 1]} == {"^", "_"} and _overlap(f[0], f[2], nxt[0], nxt[2]):
             num, den = (f, nxt) if kind == "^" else (nxt, f)
-            piece, i = f"({num[4].strip()})/({den[4].strip()})", i + 2
+            piece, i = f"\\frac{{{num[4].strip()}}}{{{den[4].strip()}}}", i + 2
             gap_from = max(f[2], nxt[2])
         else:
             piece, i = (f"{kind}{_script(f[4])}" if kind else f[4]), i + 1

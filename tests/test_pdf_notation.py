@@ -1,0 +1,133 @@
+"""Display fractions and radicals rebuilt from rules and glyph positions (issues 15/16), and the
+look-alikes that must stay as they are (an underline, a table rule, a section rule). Every PDF
+is drawn here (text with PyMuPDF, bars and overlines with draw_line); the truth is what the
+generator drew."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+
+from rlclimb.pipelines.readers_pdf import PdfPageReader
+from rlclimb.stages.documents import parse_pdf
+from rlclimb.stages.documents.parse_layout import stext_blocks
+from rlclimb.stages.documents.parse_stacked import wants_stacked
+
+S = 11.0  # text size
+FONT = pymupdf.Font("helv")  # embedded as a font file, so "√" and "−" keep their Unicode
+
+
+def parse_lines(path: Path) -> list[str]:
+    parse_pdf.close_cached_pdfs()
+    stage = parse_pdf.ParsePdf(ocr="off")
+    stage.setup(None)
+    return [ln["text"] for item in PdfPageReader([path]) for ln in stage.process(item, None)["lines"]]
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.doc = pymupdf.open()
+        self.page = self.doc.new_page()
+        self.page.insert_font(fontname="F0", fontbuffer=FONT.buffer)
+
+    def text(self, x: float, y: float, text: str, size: float = S) -> float:
+        """Draw `text` with its baseline at y; returns the x where it ends."""
+        self.page.insert_text((x, y), text, fontname="F0", fontsize=size)
+        return x + FONT.text_length(text, fontsize=size)
+
+    def rule(self, x0: float, x1: float, y: float) -> None:
+        self.page.draw_line((x0, y), (x1, y), width=0.4)
+
+    def fraction(self, x: float, y: float, num: str, den: str, size: float = S) -> float:
+        """A display fraction on the row whose baseline is y (bar on the axis); returns its end."""
+        w = max(FONT.text_length(num, fontsize=size), FONT.text_length(den, fontsize=size)) + 2
+        bar = y - 0.25 * size
+        self.text(x + (w - FONT.text_length(num, fontsize=size)) / 2, bar - 0.45 * size, num, size)
+        self.text(x + (w - FONT.text_length(den, fontsize=size)) / 2, bar + 0.95 * size, den, size)
+        self.rule(x, x + w, bar)
+        return x + w
+
+    def radical(self, x: float, y: float, radicand: str, index: str | None = None) -> float:
+        """√ radicand with its overline from the sign's top-right corner; returns its end."""
+        if index:
+            self.text(x, y - 0.45 * S, index, 0.6 * S)
+        end = self.text(x, y, "√")
+        over = self.text(end, y, radicand)
+        self.rule(end, over, y - 0.8 * S)
+        return over
+
+    def save(self, path: Path) -> Path:
+        self.doc.save(path)
+        return path
+
+
+def test_display_fractions_are_rebuilt_in_their_line(tmp_path):
+    w = Writer()
+    x = w.text(72, 100, "1. Is f(p/q) = ")
+    w.fraction(x, 100, "p + 1", "p − 2")
+    x = w.text(72, 150, "2. Compute ")
+    x = w.fraction(x, 150, "1", "2") + 2
+    x = w.text(x, 150, "+ ")
+    x = w.fraction(x, 150, "3x", "x + 7") + 2
+    w.text(x, 150, " for x = 2.")
+    w.fraction(250, 200, "a + b", "2")  # a display on its own, nothing beside it
+    lines = parse_lines(w.save(tmp_path / "frac.pdf"))
+    assert lines == ["1. Is f(p/q) = \\frac{p + 1}{p − 2}", "2. Compute \\frac{1}{2} + \\frac{3x}{x + 7} for x = 2.",
+                     "\\frac{a + b}{2}"]
+
+
+def test_radicals_and_nesting(tmp_path):
+    w = Writer()
+    x = w.text(72, 100, "3. Show that x = ")
+    w.radical(x, 100, "b + 4ac")
+    x = w.text(72, 150, "4. Find ")
+    w.radical(x, 150, "27", index="3")
+    # a radical inside a denominator: the overline (narrower) is rebuilt first
+    x = w.text(72, 200, "5. Simplify ")
+    bar = 200 - 0.25 * S
+    end = w.radical(x + 1, bar + 0.95 * S, "2")
+    w.text((x + end + 1 - FONT.text_length("1", fontsize=S)) / 2, bar - 0.45 * S, "1")
+    w.rule(x, end + 1, bar)
+    lines = parse_lines(w.save(tmp_path / "rad.pdf"))
+    assert lines == ["3. Show that x = \\sqrt{b + 4ac}", "4. Find \\sqrt[3]{27}", "5. Simplify \\frac{1}{\\sqrt{2}}"]
+
+
+def test_rules_that_are_not_fractions_leave_the_text_alone(tmp_path):
+    w = Writer()
+    # an underline: text above it runs past the rule, the next line is prose
+    x = w.text(72, 100, "6. Read the ")
+    end = w.text(x, 100, "definition")
+    w.text(end, 100, " twice before the exercise.")
+    w.rule(x, end, 101.5)
+    w.text(72, 114, "Then answer the questions that follow it.")
+    # a table rule between a header row and a data row: cells far apart
+    for col, (head, cell) in enumerate([("n", "1"), ("n squared", "1"), ("n cubed", "1")]):
+        w.text(100 + 90 * col, 160, head)
+        w.text(100 + 90 * col, 174, cell)
+    w.rule(95, 340, 163.5)
+    # a short rule under a centred heading, a paragraph below it
+    w.text(250, 220, "Summary")
+    w.rule(248, 292, 223)
+    w.text(72, 235, "Everything above holds for every group.")
+    lines = parse_lines(w.save(tmp_path / "rules.pdf"))
+    text = "\n".join(lines)
+    assert "\\frac" not in text and "\\sqrt" not in text
+    assert "6. Read the definition twice before the exercise." in lines
+    assert "Everything above holds for every group." in lines
+
+
+def test_plain_text_pages_skip_the_pass(tmp_path):
+    w = Writer()
+    for k in range(30):  # paragraphs: left-aligned lines, short last lines
+        w.text(72 + (18 if k % 5 == 0 else 0), 80 + 14 * k, "Prose that runs across the page and on" if k % 5 != 4
+               else "to a short end.")
+    w.save(tmp_path / "prose.pdf")
+    page = pymupdf.open(tmp_path / "prose.pdf")[0]
+    assert not wants_stacked(stext_blocks(page.get_textpage(flags=parse_pdf.text_flags())))
+    w2 = Writer()
+    x = w2.text(72, 100, "Is f(p/q) = ")
+    w2.fraction(x, 100, "p + 1", "p − 2")
+    w2.save(tmp_path / "one.pdf")
+    page = pymupdf.open(tmp_path / "one.pdf")[0]
+    assert wants_stacked(stext_blocks(page.get_textpage(flags=parse_pdf.text_flags())))
