@@ -32,6 +32,7 @@ from .parse_math import glyph_pattern, rebuild_lines, wants_spans
 from .parse_quality import assess
 from .parse_records import DocPage
 from .parse_repair import Repairs, has_candidates, learn, main_script, repair, suspect_chars
+from .parse_stacked import rebuild_stacked
 
 _OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
 _REPAIRS: dict[tuple[str, str], Repairs] = {}  # per process: (path, languages) -> learned substitutions
@@ -135,6 +136,7 @@ class ParsePdf(Stage):
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
             glyphs, pattern = self._glyphs(path)
+            rebuild_stacked(page, textpage, blocks, glyphs)  # display fractions, radicals: only where cues
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                 rebuild_lines(blocks, textpage.extractDICT()["blocks"], glyphs)
             lines, raw = page_lines(blocks, page.rect.width)
