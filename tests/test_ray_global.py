@@ -59,3 +59,27 @@ def test_read_range_crosses_parts_in_order(tmp_path):
 def test_decisions_are_sorted_by_index_with_their_details():
     d = Decisions("r", np.array([9, 2, 5]), ["nine", "two", "five"])
     assert d.idx.tolist() == [2, 5, 9] and d.detail == ["two", "five", "nine"]
+
+
+def test_jsonl_read_on_workers_gives_the_readers_shards(tmp_path):
+    """Each file read alone (as a worker does) and cut by the counts: the local shards, item
+    for item, across file boundaries, with the rejected lines where the reader puts them."""
+    import numpy as np
+
+    from rlclimb.pipelines.engine.ray_read import _shards, read_file
+    from rlclimb.pipelines.readers import JsonlReader
+
+    files = []
+    for j, lines in enumerate([7, 0, 23, 1, 12]):
+        p = tmp_path / f"in-{j}.jsonl"
+        p.write_text("".join('{"broken\n' if k % 9 == 4 else ("\n" if k % 11 == 6 else f'{{"q": "{j}-{k}"}}\n') for k in range(lines)))
+        files.append(p)
+    reader = JsonlReader([str(tmp_path)])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for size in (1, 5, 8, 100):
+        counts = read_file({"j": np.arange(len(reader.paths))}, reader=reader, scratch=str(scratch), size=size)["count"]
+        got = [p.load() for p in _shards(counts, str(scratch), size)]
+        want = list(reader.shards(size))
+        assert [len(s) for s in got] == [len(s) for s in want]
+        assert [repr(x) for s in got for x in s] == [repr(x) for s in want for x in s]

@@ -54,6 +54,7 @@ from .plan import Pipeline, RunOptions, Segment
 from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
 from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
 from .ray_global import ClusterMap, commit_decisions, input_slices
+from .ray_read import ReadPieces, cluster_shards, worker_readable
 from .shard import ShardRunner
 from .sketch import SketchFeed
 
@@ -130,6 +131,8 @@ class ShardWorker:
     @staticmethod
     def _items(blob: bytes) -> list | pa.RecordBatch:
         spec = pickle.loads(blob)
+        if isinstance(spec, ReadPieces):  # the first segment's items, read on the cluster
+            return spec.load()
         if not isinstance(spec, tuple):  # the reader's items
             return spec
         path, offset, length = spec
@@ -259,12 +262,24 @@ class RayExecutor(LocalExecutor):
         commit_decisions(run, seg, seg_dir, slices, n, decisions, self.pipeline.shard_size, t0, progress, task)
 
     def _run_rows(self, seg: Segment, seg_dir: Path, progress) -> None:
+        if seg.first and worker_readable(self.pipeline.reader) and not getattr(self.run, "url", None):
+            import ray
+
+            with spilling(self.ctx, "read", None) as scratch:  # <run>/tmp: shared by every node
+                total, shards = cluster_shards(ray.data, self.pipeline.reader, scratch, self.pipeline.shard_size, 1.0)
+                return self._run_shards(seg, seg_dir, progress, total, shards)
+        return self._run_shards(seg, seg_dir, progress, self._total(seg), None)
+
+    def _run_shards(self, seg: Segment, seg_dir: Path, progress, total: int | None, read: Iterator | None) -> None:
+        """`read`: the first segment's shards as pieces the workers load (JSONL read on the cluster)."""
         import ray
 
-        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), self._total(seg))
+        task = progress.task(seg.stages[-1].name if len(seg.stages) == 1 else "+".join(s.name for s in seg.stages), total)
         size = self.pipeline.shard_size
         refs, todo = [], 0  # one Arrow table per shard in the object store (spilled to disk past its size)
-        if seg.first:
+        if read is not None:
+            shards = enumerate(read)
+        elif seg.first:
             shards = enumerate(self.pipeline.reader.shards(size))
         else:
             prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
