@@ -207,3 +207,19 @@ def test_compact_storage_finds_the_float32_pairs(tmp_path, storage, tolerance):
     assert len(full) > 500 and len(full ^ got) <= tolerance * len(full)
     ivf = pair_set(range_pairs(vf, 0.9, index="ivf", nprobe=64, storage=storage))
     assert len(full & ivf) >= 0.9 * len(full) and len(ivf - full) <= tolerance * len(full)
+
+
+def test_ivf_lists_beyond_memory_mb_go_to_disk_with_the_same_pairs(tmp_path):
+    """An int8 ivf index of 12,000 vectors is 4.7 MB of lists: with memory_mb=1 they are built
+    in 3 shards of 4,096 rows and merged into a file on disk; the pairs are the in-memory index's."""
+    x = near_pairs(12_000, 384, seed=4)
+    vf = VectorFile(tmp_path, 384, "int8")
+    vf.append(x)
+    vf.finish()
+    disk = vector.build_index(vf, "ivf", 32, "int8", memory_mb=1)
+    assert (tmp_path / "ivf.lists").stat().st_size > 12_000 * 384 and not list(tmp_path.glob("ivf-shard-*"))
+    assert disk.ntotal == 12_000
+    del disk  # the pair searches below write their own lists file
+    in_memory = range_pairs(vf, 0.9, index="ivf", nprobe=32, storage="int8")
+    on_disk = range_pairs(vf, 0.9, index="ivf", nprobe=32, storage="int8", memory_mb=1)
+    assert len(pair_set(in_memory)) > 500 and pair_set(on_disk) == pair_set(in_memory)

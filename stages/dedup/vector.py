@@ -15,10 +15,13 @@ memory depends on the index:
   memory is `memory_mb` whatever the corpus; one tile (the whole corpus, below ~700k MiniLM
   vectors at the default 1 GB) is exactly the single-index search, tiles cost one more pass
   over the file each.
-- ivf: a faiss IVF index over the whole corpus, in memory, holding `storage` codes: per vector
-  4 x dim (float32), 2 x dim (float16) or dim (int8, faiss's trained 8-bit scalar quantizer)
-  bytes plus 8 of id (MiniLM, 384 dims: 1.5 / 0.78 / 0.39 GB per 1M vectors); queries probe
-  `nprobe` of ~4 x sqrt(n) lists.
+- ivf: a faiss IVF index over the whole corpus holding `storage` codes: per vector 4 x dim
+  (float32), 2 x dim (float16) or dim (int8, faiss's trained 8-bit scalar quantizer) bytes plus
+  8 of id (MiniLM, 384 dims: 1.5 / 0.78 / 0.39 GB per 1M vectors), in memory up to `memory_mb`;
+  beyond it the lists are built in shards of `memory_mb` and merged into a file beside the
+  vectors (faiss OnDiskInvertedLists, memory-mapped: the OS pages in the probed lists). Queries
+  probe `nprobe` of ~4 x sqrt(n) lists; the training sample (64 per list, float32: ~1.2 GB at
+  10M MiniLM vectors) is the largest transient.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -223,10 +227,12 @@ _SQ = {"float16": "QT_fp16", "int8": "QT_8bit"}
 
 
 def build_index(x: np.ndarray | Rows, index: str = "auto", nprobe: int = 16, storage: str = "float32",
-                rows: slice = slice(None)):
+                rows: slice = slice(None), memory_mb: int | None = None):
     """An inner-product faiss index over normalized vectors (inner product = cosine): flat
     (float32), or ivf holding them as `storage` (a scalar-quantized IVF for float16 / int8).
-    The vectors (`rows` of them) are added in chunks, so the index is their only copy in memory."""
+    The vectors (`rows` of them) are added in chunks, so the index is their only copy in memory.
+    An ivf index whose lists would pass `memory_mb` (with a VectorFile to spill beside) keeps
+    them on disk (faiss OnDiskInvertedLists, memory-mapped)."""
     import faiss
 
     src = _rows(x)
@@ -235,21 +241,45 @@ def build_index(x: np.ndarray | Rows, index: str = "auto", nprobe: int = 16, sto
     metric = faiss.METRIC_INNER_PRODUCT
     if index == "auto":
         index = "ivf" if n >= 100_000 else "flat"
-    if index == "ivf" and n >= 10_000:  # fewer vectors: too few to train the lists
-        nlist = int(4 * np.sqrt(n))
-        quantizer = faiss.IndexFlatIP(dim)
-        if storage in _SQ:
-            idx = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, getattr(faiss.ScalarQuantizer, _SQ[storage]), metric)
-        else:
-            idx = faiss.IndexIVFFlat(quantizer, dim, nlist, metric)
-        sample = lo + np.sort(np.random.default_rng(0).choice(n, min(n, 64 * nlist), replace=False))
-        idx.train(src.read(sample))
-        idx.nprobe = nprobe
-    else:
+    if index != "ivf" or n < 10_000:  # fewer vectors: too few to train the lists
         idx = faiss.IndexFlatIP(dim)
-    for at in range(lo, hi, _QUERY_CHUNK):
-        idx.add(src.read(slice(at, min(hi, at + _QUERY_CHUNK))))
+        _add(idx, src, lo, hi)
+        return idx
+    nlist = int(4 * np.sqrt(n))
+    quantizer = faiss.IndexFlatIP(dim)
+    if storage in _SQ:
+        idx = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, getattr(faiss.ScalarQuantizer, _SQ[storage]), metric)
+    else:
+        idx = faiss.IndexIVFFlat(quantizer, dim, nlist, metric)
+    sample = lo + np.sort(np.random.default_rng(0).choice(n, min(n, 64 * nlist), replace=False))
+    idx.train(src.read(sample))
+    idx.nprobe = nprobe
+    shard_rows = n if memory_mb is None else max(_QUERY_CHUNK, memory_mb * 2**20 // (idx.code_size + 8))
+    if shard_rows >= n or not isinstance(src, VectorFile):
+        _add(idx, src, lo, hi)
+        return idx
+    from faiss.contrib.ondisk import merge_ondisk
+
+    shards = []  # each shard's lists built in memory, written, then merged into one file on disk
+    for s0 in range(lo, hi, shard_rows):
+        shard = faiss.clone_index(idx)
+        _add(shard, src, s0, min(hi, s0 + shard_rows), ids_from=lo)
+        shards.append(str(src.path.with_name(f"ivf-shard-{len(shards)}.index")))
+        faiss.write_index(shard, shards[-1])
+        del shard
+    merge_ondisk(idx, shards, str(src.path.with_name("ivf.lists")))
+    for f in shards:
+        Path(f).unlink()
     return idx
+
+
+def _add(idx, src: Rows, lo: int, hi: int, ids_from: int | None = None) -> None:
+    for at in range(lo, hi, _QUERY_CHUNK):
+        chunk = src.read(slice(at, min(hi, at + _QUERY_CHUNK)))
+        if ids_from is None:
+            idx.add(chunk)
+        else:
+            idx.add_with_ids(chunk, np.arange(at - ids_from, at - ids_from + len(chunk), dtype=np.int64))
 
 
 def range_pairs(x: np.ndarray | Rows, threshold: float, index: str = "auto", nprobe: int = 16,
@@ -275,7 +305,7 @@ def range_pairs(x: np.ndarray | Rows, threshold: float, index: str = "auto", npr
     radius = float(np.nextafter(np.float32(threshold), np.float32(-1)))
     for b0 in range(0, n, tile):
         b1 = min(n, b0 + tile)
-        idx = build_index(src, index, nprobe, storage, rows=slice(b0, b1))
+        idx = build_index(src, index, nprobe, storage, rows=slice(b0, b1), memory_mb=memory_mb)
         for lo in range(0, b1, _QUERY_CHUNK):  # rows after the tile pair with it in a later tile
             lims, dist, labels = idx.range_search(src.read(slice(lo, min(b1, lo + _QUERY_CHUNK))), radius)
             query = lo + np.repeat(np.arange(len(lims) - 1), np.diff(lims).astype(np.int64))
