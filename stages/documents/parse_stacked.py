@@ -175,6 +175,18 @@ class _Pool:
         self.gone.update(id(g) for g in members)
         self.atoms.append(atom)
 
+    def absorb(self, atom: Glyph, lines: set[int]) -> None:
+        """What is left of the lines a piece took glyphs from joins the piece's line when it
+        continues the piece on its row (MuPDF set "√", "3" and ", 5)" as lines of their own)."""
+        for li in lines - {atom.line}:
+            rest = self.of_line(li)
+            ink = [g for g in rest if not g.blank]
+            if ink and all(abs(g.oy - atom.oy) < 0.25 * atom.size for g in ink) and (
+                    -0.2 * atom.size < min(g.x0 for g in ink) - atom.x1 < 1.5 * atom.size
+                    or -0.2 * atom.size < atom.x0 - max(g.x1 for g in ink) < 1.5 * atom.size):
+                for g in rest:
+                    g.line = atom.line
+
     def of_line(self, li: int) -> list[Glyph]:
         return [g for g in (*self.chars, *self.atoms) if g.line == li and id(g) not in self.gone]
 
@@ -193,6 +205,7 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
             pool.take(atom, members)
             touched.update(g.line for g in members)
             touched.add(atom.line)
+            pool.absorb(atom, {g.line for g in members})
     for li in touched:
         _rewrite(lines[li], pool.of_line(li))
     return len(pool.atoms)
@@ -323,11 +336,7 @@ def _fraction(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
                 return None
     text = f"\\frac{{{_text(num)}}}{{{_text(den)}}}"
     axis = rule.y + 0.25 * em  # the baseline of the row the fraction sits in
-    row = [g for g in chars if id(g) not in taken and not g.blank and abs(g.oy - axis) < 0.3 * em]
-    left = [g for g in row if rule.x0 - 2 * em <= g.x1 <= rule.x0 + 0.2 * em]
-    right = [g for g in row if rule.x1 - 0.2 * em <= g.x0 <= rule.x1 + 2 * em]
-    # the fraction follows what is on its left in the text (else precedes what is on its right)
-    host = max(left, key=lambda g: g.x1, default=None) or min(right, key=lambda g: g.x0, default=None)
+    host = _beside(chars, taken, axis, rule.x0, rule.x1, em)
     line = host.line if host is not None else min(ink_num, key=lambda g: g.x0).line
     oy, size = (host.oy, host.size) if host is not None else (axis, em)
     return _atom(text, members, line, oy, size, rule), members
@@ -354,10 +363,20 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     inner = _text(radicand)
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
     members = [sign, *radicand, *index]
-    line = min((g for g in radicand if not g.blank), key=lambda g: g.x0).line
+    host = _beside(chars, {id(g) for g in members}, row, min(g.x0 for g in (sign, *index)), rule.x1, em)
+    line = host.line if host is not None else min((g for g in radicand if not g.blank), key=lambda g: g.x0).line
     atom = _atom(text, members, line, row, max(g.size for g in ink), rule)
     atom.top = rule.y  # the overline is its top (the sign's glyph box says little)
     return atom, members
+
+
+def _beside(chars: list[Glyph], taken: set[int], row: float, x0: float, x1: float, em: float) -> Glyph | None:
+    """The glyph a rebuilt piece spanning x0..x1 on the row at baseline `row` follows in the
+    text (the nearest on its left), else the one it precedes (on its right): its line hosts it."""
+    near = [g for g in chars if id(g) not in taken and not g.blank and abs(g.oy - row) < 0.3 * em]
+    left = [g for g in near if x0 - 2 * em <= g.x1 <= x0 + 0.2 * em]
+    right = [g for g in near if x1 - 0.2 * em <= g.x0 <= x1 + 2 * em]
+    return max(left, key=lambda g: g.x1, default=None) or min(right, key=lambda g: g.x0, default=None)
 
 
 def _atom(text: str, members: list[Glyph], line: int, oy: float, size: float, rule: Rule) -> Glyph:
