@@ -17,7 +17,8 @@ from pathlib import Path
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
-_MATRIX_MARKUP = re.compile(r"\\(?:begin|end)\{pmatrix\}")  # rebuilt matrices vs raw-text truth
+# rebuilt matrices, fractions and radicals vs raw-text truth: the markup is layout, not content
+_MATRIX_MARKUP = re.compile(r"\\(?:begin|end)\{pmatrix\}|\\(?:frac|sqrt)\b")
 
 
 def norm(text: str | None) -> str:
