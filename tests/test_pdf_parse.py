@@ -145,6 +145,25 @@ def test_image_only_page_goes_to_tesseract(tmp_path):
     assert [ln["text"] for ln in page["lines"]] == ["Exercise 1. Compute 12 + 30.", "Answer: 42"]
 
 
+def test_ocr_through_libtesseract_and_the_pymupdf_fallback_read_alike(tmp_path, monkeypatch):
+    """The system libtesseract (in process) is used where it loads; PyMuPDF's bundled Tesseract
+    is the fallback. Both give the page's lines, in page coordinates, with the same text."""
+    from rlclimb.stages.documents import parse_ocr
+
+    lines = ["Exercise 3. Compute 12 + 30 and 7 - 5.", "Answer: 42 and 2", "Exercise 4. Solve 2x = 10."]
+    pdf = make_image_only_pdf(tmp_path / "scan.pdf", lines)
+    if parse_ocr._library() is None:
+        pytest.skip("libtesseract cannot be loaded here: only the fallback runs")
+    [native] = parse(pdf)
+    monkeypatch.setattr(parse_ocr, "_library", lambda: None)
+    monkeypatch.setattr(parse_ocr, "_APIS", {})
+    [fallback] = parse(pdf)
+    for page in (native, fallback):
+        assert page["backend"] == "tesseract" and [ln["text"] for ln in page["lines"]] == lines
+    for a, b in zip(native["lines"], fallback["lines"], strict=True):  # same place on the page
+        assert abs(a["x0"] - b["x0"]) < 3 and abs(a["y0"] - b["y0"]) < 6, (a, b)
+
+
 def test_missing_tesseract_data_is_a_clear_drop(tmp_path):
     pdf = make_image_only_pdf(tmp_path / "scan.pdf", ["Exercise 1. Compute 12 + 30."])
     [drop] = parse(pdf, tessdata=str(tmp_path))  # a folder without eng.traineddata

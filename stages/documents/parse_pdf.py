@@ -8,7 +8,7 @@ named from their fonts' glyph names (`parse_math`, `parse_glyphs`); glyphs whose
 once per document from OCR of a few sample pages, and a page with suspects no substitution
 covers goes to OCR; a quality check on the text (`parse_quality`); pages that are empty but hold
 images, or whose text is garbled, go to OCR:
-Tesseract through PyMuPDF (here, in this CPU-bound stage), or a vision-language model (the
+Tesseract (`parse_ocr`, here, in this CPU-bound stage), or a vision-language model (the
 `ocr_vlm` stage that follows, marked by `needs_ocr`). The better-scoring text wins; the page
 records which backend produced it and both scores. Memory holds one page at a time; documents
 stay open per process (a small LRU), so consecutive pages do not re-open the file.
@@ -29,6 +29,7 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 from .parse_glyphs import font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_math import glyph_pattern, rebuild_lines, wants_spans
+from .parse_ocr import ocr_textpage
 from .parse_quality import assess
 from .parse_records import DocPage
 from .parse_repair import Repairs, has_candidates, learn, main_script, repair, suspect_chars
@@ -188,9 +189,7 @@ class ParsePdf(Stage):
         if self._ocr_problem:
             return Drop("ocr_unavailable", f"{where} needs OCR ({reason}): {self._ocr_problem}")
         try:
-            ocr_page = page.get_textpage_ocr(
-                flags=text_flags(), language=c.ocr_language, dpi=c.ocr_dpi, full=True, tessdata=self._tessdata
-            )
+            ocr_page = ocr_textpage(page, text_flags(), c.ocr_language, c.ocr_dpi, self._tessdata)
             ocr_lines, ocr_raw = textpage_lines(ocr_page, page.rect.width)
         except Exception as e:
             return Drop("ocr_failed", f"{where}: Tesseract failed: {type(e).__name__}: {e}")
@@ -220,8 +219,7 @@ class ParsePdf(Stage):
                 rep = Repairs()  # nothing to learn from: every suspect page goes to OCR (or is ledgered)
             else:
                 def ocr(page):
-                    return page.get_textpage_ocr(flags=text_flags(), language=c.ocr_language, dpi=c.ocr_dpi,
-                                                 full=True, tessdata=self._tessdata)
+                    return ocr_textpage(page, text_flags(), c.ocr_language, c.ocr_dpi, self._tessdata)
                 rep = learn(cached_pdf(path), text_flags(), ocr)
             _REPAIRS[key] = rep
         return rep

@@ -192,9 +192,29 @@ def _chars(textpage: Any) -> list[tuple[str, tuple[float, float, float, float]]]
     return out
 
 
+def _word_glyphs(chars: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+    """OCR characters with a word's trailing space given back to its glyphs: Tesseract's PDF
+    renderer stretches "1. " over the box of the word "1.", so each glyph's box would lie left of
+    the glyph (a gap after the space shows it; MuPDF's own OCR layer puts the space in the gap)."""
+    out = list(chars)
+    i, n = 0, len(out)
+    while i < n:
+        j = i
+        while j < n and not out[j][0].isspace():
+            j += 1
+        if i < j < n and (j + 1 == n or out[j + 1][1][0] > out[j][1][2] + 0.5) and out[j][1][0] >= out[j - 1][1][2] - 0.5:
+            x0, x1 = out[i][1][0], out[j][1][2]  # the word's box: its glyphs and the space after them
+            step = (x1 - x0) / (j - i)
+            for k in range(i, j):
+                c, (_, y0, _, y1) = out[k]
+                out[k] = (c, (x0 + (k - i) * step, y0, x0 + (k - i + 1) * step, y1))
+        i = j + 1
+    return out
+
+
 def learn(doc: Any, flags: int, ocr: Any, main: str | None = None) -> Repairs:
     """Substitutions for the document's suspect code points, learned from OCR of a few pages.
-    `ocr(page) -> MuPDF text page` (Tesseract through PyMuPDF). Deterministic: the same sample
+    `ocr(page) -> MuPDF text page` (Tesseract, `parse_ocr`). Deterministic: the same sample
     pages whichever page asked first (those with the most distinct suspects, greedily)."""
     per_page: list[tuple[int, Counter[str]]] = []
     texts = []
@@ -229,7 +249,7 @@ def learn(doc: Any, flags: int, ocr: Any, main: str | None = None) -> Repairs:
         bad = {k for a, b in suspects(layer, main) for k in range(a, b)}
         if not bad:
             continue
-        ocr_chars = [(c, bb) for c, bb in _chars(ocr(page)) if not c.isspace()]
+        ocr_chars = [(c, bb) for c, bb in _word_glyphs(_chars(ocr(page))) if not c.isspace()]
         for k in sorted(bad):
             c, (x0, y0, x1, y1) = text_chars[k]
             if x1 <= x0 or y1 <= y0:
