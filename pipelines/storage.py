@@ -166,10 +166,11 @@ class Mirror:
         self.fs, self.root = filesystem(self.url)
 
     @classmethod
-    def open(cls, url: str) -> Mirror:
-        """The mirror of `url` on this machine (made if new): the same directory every time."""
+    def open(cls, url: str, role: str = "") -> Mirror:
+        """The mirror of `url` on this machine (made if new): the same directory every time (one
+        per `role`: a reader's copy is not the one a run on this machine works in)."""
         url = url.rstrip("/")
-        local = mirror_base() / hashlib.sha256(url.encode()).hexdigest()[:16]
+        local = mirror_base() / (hashlib.sha256(url.encode()).hexdigest()[:16] + (f"-{role}" if role else ""))
         local.mkdir(parents=True, exist_ok=True)
         marker = local / MIRROR_FILE
         if not marker.is_file():
@@ -202,12 +203,12 @@ class Mirror:
 
     def copy(self, src: Path, dest: Path) -> None:
         """A server-side copy (the dataset's files are copies of committed parts)."""
-        self.fs.copy(self.remote(src), self.remote(dest))
+        self.fs.cp_file(self.remote(src), self.remote(dest))
 
     # -- reads --
-    def listing(self, under: str = "") -> dict[str, int]:
-        """Relative name -> size of every object under the mirror's URL (or `under` in it), local-only
-        names excluded."""
+    def listing(self, under: str = "") -> dict[str, tuple[int, float]]:
+        """Relative name -> (size, modification time) of every object under the mirror's URL (or
+        `under` in it), local-only names excluded."""
         base = join(self.root, under) if under else self.root
         self.fs.invalidate_cache()
         try:
@@ -220,19 +221,23 @@ class Mirror:
                 continue
             rel = name[len(self.root.rstrip("/")) + 1:] if name.startswith(self.root.rstrip("/") + "/") else None
             if rel and rel.split("/", 1)[0] not in LOCAL_ONLY_TOP:
-                out[rel] = int(info.get("size") or 0)
+                out[rel] = (int(info.get("size") or 0), _mtime(info))
         return out
 
-    def pull(self) -> int:
+    def pull(self, stage_parts: bool = True) -> int:
         """Make the mirror hold exactly what the store holds (local-only names aside): download
-        what is missing or of another size, remove what the store does not have. Returns the
-        files downloaded."""
+        what is missing, of another size or newer, remove what the store does not have. Returns
+        the files downloaded. `stage_parts=False`: the segments' markers and reports only (what a
+        reader of the funnel and the dataset needs), not their data and ledger parts."""
         remote = self.listing()
+        if not stage_parts:
+            remote = {r: v for r, v in remote.items() if not r.startswith("stages/") or r.endswith(".json")}
         n = 0
-        for rel, size in remote.items():
+        for rel, (size, mtime) in remote.items():
             dest = self.local / rel
             try:
-                if dest.stat().st_size == size:
+                st = dest.stat()
+                if st.st_size == size and st.st_mtime >= mtime:  # ours (pushed after writing) or fetched
                     continue
             except FileNotFoundError:
                 pass
@@ -279,6 +284,21 @@ class Mirror:
         return None if recorded == kind else f"{self.url} is an rlclimb {recorded} directory, not a {kind} directory"
 
 
+def _mtime(info: dict) -> float:
+    """An object's modification time as a POSIX timestamp (S3: LastModified; local: mtime)."""
+    for key in ("LastModified", "mtime", "last_modified", "updated", "created"):
+        v = info.get(key)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return v.timestamp()
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            continue
+    return 0.0
+
+
 @lru_cache(maxsize=4096)
 def _mirror_root(directory: str) -> str | None:
     for d in [Path(directory), *Path(directory).parents]:
@@ -323,6 +343,16 @@ def url_of(path: Path | str) -> str:
     """The URL a mirrored path stands for, else the path itself (as a string)."""
     m = mirror_of(Path(path) / "x")
     return m.url_of(Path(path)) if m is not None else str(path)
+
+
+def readable(path_or_url: str | Path) -> Path:
+    """A local directory holding what `path_or_url` holds: the path, or a fresh read-only copy of
+    a URL's objects (for `rlclimb status` / `export` of a run at a URL)."""
+    if not is_url(path_or_url):
+        return Path(path_or_url)
+    mirror = Mirror.open(str(path_or_url), role="read")
+    mirror.pull(stage_parts=False)
+    return mirror.local
 
 
 def local_dir(path_or_url: str) -> Path:

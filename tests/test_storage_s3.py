@@ -171,7 +171,20 @@ def test_qa_jsonl_cli_reads_and_writes_s3(s3, tmp_path):
     again = subprocess.run([*cli, "--input", f"s3://{BUCKET}/inputs/cli/in/", "--out", out], capture_output=True, text=True, timeout=300,
                            env=env_with_mirrors(tmp_path / "other"))
     assert again.returncode == 0, again.stderr[-3000:]
-    assert data_rows(download(s3, out, tmp_path / "again")) == data_rows(got)
+    second = download(s3, out, tmp_path / "again")
+    assert data_rows(second) == data_rows(got)
+    before, after = (json.loads((d / "config.json").read_text()) for d in (got, second))
+    assert after["segments"] == before["segments"], (before["inputs"], after["inputs"])
+    # the reading commands take the URL too
+    base = [sys.executable, "-m", "rlclimb.pipelines.cli"]
+    status = subprocess.run([*base, "status", out, "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert status.returncode == 0, status.stderr[-2000:]
+    assert json.loads(status.stdout)["complete"] is True
+    exported = subprocess.run([*base, "export", out, "--out", str(tmp_path / "out.jsonl")], capture_output=True, text=True, timeout=120, env=env)
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(data_rows(got))
+    gc = subprocess.run([*base, "gc", out], capture_output=True, text=True, timeout=120, env=env)
+    assert gc.returncode == 0 and "removed 0 unused segments" in gc.stdout, gc.stderr[-2000:]
 
 
 def test_s3_input_errors_name_the_url(s3, tmp_path):

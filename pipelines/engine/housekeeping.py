@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..readers import InputError
 from ..rundir import RunDir
+from ..storage import unpush
 
 
 def clean_tmp(run: RunDir) -> int:
@@ -42,6 +43,7 @@ def collect_garbage(path: Path, dry_run: bool = False) -> dict:
         if not dry_run:
             for d in old:
                 shutil.rmtree(d)
+                unpush(d)  # (a run at a URL) in the store too
             freed += clean_tmp(run)
     return {"removed": [d.name for d in old], "kept": sorted(current), "bytes": freed}
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from ..rundir import RunDir
 from ..stage import TRANSIENT_DROP_REASONS
+from ..storage import unpush
 from .plan import Segment
 
 
@@ -31,12 +32,17 @@ def reopen_transient(run: RunDir, segments: list[Segment]) -> int:
         if not hit:
             continue
         if seg.is_global:
+            unpush(seg_dir / "_SUCCESS.json")  # (a run at a URL) the marker first: un-commit, then clean
             shutil.rmtree(seg_dir)
+            unpush(seg_dir)
         else:
             for part in hit:
+                unpush(seg_dir / f"{part}.done.json")
                 for f in seg_dir.glob(f"{part}.*"):
                     f.unlink()
+                    unpush(f)
         for later in segments[k + 1 :]:
             shutil.rmtree(run.segment_dir(later.dirname), ignore_errors=True)
+            unpush(run.segment_dir(later.dirname))
         return len(hit)
     return 0
