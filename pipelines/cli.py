@@ -25,7 +25,7 @@ from .engine import RunOptions, run_pipeline
 from .readers import InputError
 from .readers_head import HeadReader
 from .rundir import RunDir
-from .storage import is_url, join
+from .storage import is_url, join, readable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,  # plain help: flags show as flags
                   help="rlclimb: verified RL data and environments.")
@@ -257,7 +257,7 @@ def print_status(run_dir: Path) -> None:
 
 @app.command()
 def gc(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    run_dir: Annotated[str, typer.Argument(help="a run directory (or its URL)")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed")] = False,
 ) -> None:
     """Remove a run's segments that its current configuration no longer uses (kept so that
@@ -277,11 +277,12 @@ def gc(
 
 @app.command()
 def status(
-    run_dir: Annotated[Path, typer.Argument(help="a run directory")],
+    run_dir: Annotated[str, typer.Argument(help="a run directory (or its URL)")],
     as_json: Annotated[bool, typer.Option("--json", help="print stats as JSON")] = False,
 ) -> None:
     """Print a run's funnel (per stage in, out, dropped by reason, created, merged, notes, time,
     cost) and what the dataset holds (unanswered items, difficulty and pass-rate distributions)."""
+    run_dir = readable(run_dir)  # a URL: a fresh copy of what the store holds
     run = RunDir(run_dir)
     if not run.config_path.exists():
         fail(f"not a run directory (no config.json): {run_dir}")
@@ -299,7 +300,7 @@ def status(
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="a finished run directory")],
+    run_dir: Annotated[str, typer.Argument(help="a finished run directory (or its URL)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="FILE.jsonl, FILE.jsonl.gz, FILE.parquet, or a new FOLDER (data/ + dataset card)")],
 ) -> None:
     """Export a run's dataset: JSONL, JSONL.gz or Parquet by the file's extension, or a
@@ -307,7 +308,7 @@ def export(
     from .publish.export import ExportError, export_run
 
     try:
-        written = export_run(run_dir, out)
+        written = export_run(readable(run_dir), out)
     except ExportError as e:
         fail(str(e))
     console.print(f"wrote {written['path']}" + (" (data/ and the dataset card README.md)" if written["kind"] == "folder" else ""),
