@@ -84,6 +84,14 @@ def _kind(span: dict, size: float, base: float) -> str:
 def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
     """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `\\frac{p}{q}`,
     and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are."""
+    sizes = [s["size"] for s in spans if s["text"].strip()]
+    if sizes and min(sizes) > _SMALL * max(round(x, 1) for x in sizes):
+        # no span is smaller than the line's text (whichever size that is): no script, no
+        # fraction, the line as its spans say (most lines; skips the runs below)
+        if not glyphs:
+            return "".join(s["text"] for s in spans)
+        return "".join("".join(map(t.get, s["text"], s["text"])) if (t := glyphs.get(s["font"])) else s["text"]
+                       for s in spans)
     weights: Counter = Counter()
     for s in spans:
         weights[round(s["size"], 1)] += len(s["text"].strip())
