@@ -81,9 +81,11 @@ def _kind(span: dict, size: float, base: float) -> str:
     return ""
 
 
-def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
+def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | None = None) -> str:
     """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `\\frac{p}{q}`,
-    and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are."""
+    and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are.
+    `size`: the text size when the caller knows it (a radicand "x^{-5}" has more script glyphs
+    than text ones); else the size most of the line's characters have."""
     sizes = [s["size"] for s in spans if s["text"].strip()]
     if sizes and min(sizes) > _SMALL * max(round(x, 1) for x in sizes):
         # no span is smaller than the line's text (whichever size that is): no script, no
@@ -97,7 +99,7 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None) -> str:
         weights[round(s["size"], 1)] += len(s["text"].strip())
     if not weights:
         return "".join(s["text"] for s in spans)
-    size = weights.most_common(1)[0][0]
+    size = round(size, 1) if size else weights.most_common(1)[0][0]
     bases = Counter(round(s["origin"][1], 1) for s in spans if round(s["size"], 1) == size and s["text"].strip())
     base = bases.most_common(1)[0][0] if bases else spans[0]["origin"][1]
     # runs of spans of one kind: ("", text) or ("^"/"_", text, x0, x1)
