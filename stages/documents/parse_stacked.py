@@ -175,17 +175,26 @@ class _Pool:
         self.gone.update(id(g) for g in members)
         self.atoms.append(atom)
 
-    def absorb(self, atom: Glyph, lines: set[int]) -> None:
-        """What is left of the lines a piece took glyphs from joins the piece's line when it
-        continues the piece on its row (MuPDF set "√", "3" and ", 5)" as lines of their own)."""
-        for li in lines - {atom.line}:
+    def absorb(self, atom: Glyph, lines: set[int]) -> set[int]:
+        """What is left of the lines a piece took glyphs from, and lines that end right before
+        it or start right after it, join the piece's line when all they hold is on its row
+        (MuPDF set "√", "3" and ", 5)" as lines of their own, and a fraction's row goes on in
+        lines of their own). Returns the lines emptied so."""
+        size = atom.size
+        beside = {g.line for g in self.near(atom.oy) if not g.blank and abs(g.oy - atom.oy) < 0.25 * size
+                  and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
+        moved = set()
+        for li in (lines | beside) - {atom.line}:
             rest = self.of_line(li)
             ink = [g for g in rest if not g.blank]
-            if ink and all(abs(g.oy - atom.oy) < 0.25 * atom.size for g in ink) and (
-                    -0.2 * atom.size < min(g.x0 for g in ink) - atom.x1 < 1.5 * atom.size
-                    or -0.2 * atom.size < atom.x0 - max(g.x1 for g in ink) < 1.5 * atom.size):
+            on_row = all(abs(g.oy - atom.oy) < (0.25 if g.atom or g.size >= 0.9 * size else 0.6) * size
+                         for g in ink)  # scripts ride above or below it
+            if ink and on_row and (-0.2 * size < min(g.x0 for g in ink) - atom.x1 < 1.5 * size
+                                   or -0.2 * size < atom.x0 - max(g.x1 for g in ink) < 1.5 * size):
                 for g in rest:
                     g.line = atom.line
+                moved.add(li)
+        return moved
 
     def of_line(self, li: int) -> list[Glyph]:
         return [g for g in (*self.chars, *self.atoms) if g.line == li and id(g) not in self.gone]
@@ -197,15 +206,19 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
         return 0
     pool = _Pool(chars)
     touched: set[int] = set()
+    sources: dict[int, set[int]] = {}  # a piece -> the lines it took glyphs from
     for rule in sorted(rules, key=lambda r: r.width):  # narrowest first: what is inside comes first
         near = pool.near(rule.y)
         found = _radical(rule, near) or _fraction(rule, near)
         if found is not None:
             atom, members = found
             pool.take(atom, members)
-            touched.update(g.line for g in members)
+            sources[id(atom)] = {g.line for g in members}
+            touched.update(sources[id(atom)])
             touched.add(atom.line)
-            pool.absorb(atom, {g.line for g in members})
+    for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built
+        if id(atom) not in pool.gone:
+            touched |= pool.absorb(atom, sources[id(atom)])
     for li in touched:
         _rewrite(lines[li], pool.of_line(li))
     return len(pool.atoms)
@@ -256,9 +269,11 @@ def _row(members: list[Glyph]) -> float:
 
 
 def _text(members: list[Glyph]) -> str:
-    """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them."""
+    """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them; its
+    text size is its biggest glyphs' (few glyphs: "x^{-5}" has more in the script)."""
     spans = _spans(sorted(members, key=lambda g: g.x0))
-    return " ".join(line_text(spans).split())
+    size = max((g.size for g in members if not g.blank), default=None)
+    return " ".join(line_text(spans, size=size).split())
 
 
 def _spans(ordered: list[Glyph]) -> list[dict]:
@@ -350,6 +365,9 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
         return None
     sign = min(signs, key=lambda g: abs(g.x1 - rule.x0))
     em = sign.size
+    if sign.text != "√" and any(_EXTENSION.search(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
+                                and abs(g.oy - sign.oy) < 0.5 * em for g in chars):
+        return None  # pieces at both ends of the rule: a brace ("{", rule, "z", rule, "}"), not a root
     under = [g for g in chars if g is not sign and rule.x0 - 0.1 * em <= g.mid <= rule.x1 + 0.1 * em
              and g.bottom > rule.y + 0.1 * em and g.top > rule.y - 0.35 * em and g.bottom < rule.y + 1.8 * em]
     ink = [g for g in under if not g.blank]
@@ -359,14 +377,15 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     radicand = [g for g in under if g.bottom <= row + 0.4 * em]
     index = [g for g in chars if g is not sign and not g.blank and g.size < 0.8 * em and g not in radicand
              and sign.x0 - 0.3 * em <= g.mid <= sign.x0 + 0.6 * (sign.x1 - sign.x0)
-             and rule.y - 0.3 * em < g.oy < sign.oy + 1.0 * em]
+             and rule.y - 0.3 * em < g.oy < max(sign.oy + 1.0 * em, row)]
     inner = _text(radicand)
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
     members = [sign, *radicand, *index]
     host = _beside(chars, {id(g) for g in members}, row, min(g.x0 for g in (sign, *index)), rule.x1, em)
     line = host.line if host is not None else min((g for g in radicand if not g.blank), key=lambda g: g.x0).line
     atom = _atom(text, members, line, row, max(g.size for g in ink), rule)
-    atom.top = rule.y  # the overline is its top (the sign's glyph box says little)
+    # the overline is its top: the sign's glyph box (a big glyph hung from the rule) says little
+    atom.top, atom.y0 = rule.y, min(rule.y - 0.1 * em, *(g.y0 for g in ink))
     return atom, members
 
 
@@ -383,9 +402,10 @@ def _atom(text: str, members: list[Glyph], line: int, oy: float, size: float, ru
     ink = [g for g in members if not g.blank]  # a space MuPDF put after a glyph is no part of it
     x0 = min(rule.x0, *(g.x0 for g in ink))
     x1 = max(rule.x1, *(g.x1 for g in ink))
-    return Glyph(text, x0, x1, oy, size, "", line, top=min(g.top for g in members),
-                 bottom=max(g.bottom for g in members), atom=True,
-                 y0=min(g.y0 for g in members), y1=max(g.y1 for g in members))
+    # its bottom is its row's baseline (a fraction over a bar is judged by its row, not by its
+    # denominator); its box is its glyphs' boxes
+    return Glyph(text, x0, x1, oy, size, "", line, top=min(g.top for g in members), bottom=oy, atom=True,
+                 y0=min(g.y0 for g in ink), y1=max(g.y1 for g in ink))
 
 
 def _rewrite(line: dict, members: list[Glyph]) -> None:
