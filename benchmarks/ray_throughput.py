@@ -2,12 +2,14 @@
 
     python benchmarks/ray_throughput.py --sizes 100000,300000 [--ray-address HOST:PORT] [--workers 2] [--engines local:1,ray:2]
 
-Input: synthetic QA JSONL (templated questions, 5% case-variant duplicates, 5% one-word edits).
+Input: synthetic QA JSONL (templated questions; 5% upper-cased copies of a recent one: exact
+duplicates; 5% copies with one word changed: near duplicates).
 Pipelines: `segment` = import -> normalize -> validate (one fused row segment);
-`minhash` = import -> MinHash dedup (a row segment, then the global stage; with ray, its
-signatures are computed on the cluster). Engines: local with 1 and `--workers` processes, and
-ray (a local Ray with `--workers` CPUs unless --ray-address). Prints one line per run: records,
-wall seconds, microseconds per record, and for minhash the stage's own time.
+`minhash` = import -> MinHash dedup and `exact` = import -> exact dedup (a row segment, then the
+global stage; with ray, decided on the cluster: engine/ray_dedup.py). Engines: local with 1 and
+`--workers` processes, and ray (a local Ray with `--workers` CPUs unless --ray-address). Prints
+one line per run: records, wall seconds, microseconds per record, for the dedup pipelines the
+stage's own time (funnel) and dropped count (both engines must drop the same records).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
 from rlclimb.pipelines.readers import JsonlReader
+from rlclimb.stages.dedup.exact import ExactDedup
 from rlclimb.stages.dedup.minhash import MinHashDedup
 from rlclimb.stages.qa.importer import ImportQA
 from rlclimb.stages.text import NormalizeText, ValidateQA
@@ -31,21 +34,25 @@ WORDS = "apple train river number circle square triangle speed distance price ti
 
 def write_input(path: Path, n: int, seed: int = 0) -> None:
     rng = random.Random(seed)
+    recent: list[str] = []  # questions to copy from (the last 1000)
     with open(path, "w") as f:
         for i in range(n):
             a, b = rng.randint(1, 10**6), rng.randint(1, 999)
             w = rng.sample(WORDS, 4)
             q = f"A {w[0]} and a {w[1]} cost {a} and {b}; the {w[2]} near the {w[3]} adds {i}. What is the total?"
             r = rng.random()
-            if r < 0.05 and i:
-                q = q.upper()
-            elif r < 0.10:
-                q = q.replace("adds", "gives")
+            if r < 0.05 and recent:  # an exact duplicate (after normalization) of an earlier question
+                q = rng.choice(recent).upper()
+            elif r < 0.10 and recent:  # a near duplicate: one word changed
+                q = rng.choice(recent).replace("adds", "gives")
+            else:
+                recent = [*recent[-999:], q]
             f.write(json.dumps({"question": q, "answer": str(a + b + i)}) + "\n")
 
 
 def pipeline(kind: str, src: Path, shard_size: int) -> Pipeline:
-    stages = [ImportQA(), NormalizeText(), ValidateQA()] if kind == "segment" else [ImportQA(), MinHashDedup()]
+    stages = {"segment": [ImportQA(), NormalizeText(), ValidateQA()], "minhash": [ImportQA(), MinHashDedup()],
+              "exact": [ImportQA(), ExactDedup()]}[kind]
     return Pipeline(kind, JsonlReader([src]), stages, shard_size=shard_size)
 
 
@@ -73,8 +80,9 @@ def main() -> None:
                     r = run_pipeline(pipeline(kind, src, args.shard_size), out, RunOptions(
                         engine=engine, workers=workers, progress=False, ray_address=args.ray_address))
                     wall = time.perf_counter() - t0
-                    stage = {s["name"]: s for s in r.stats["stages"]}.get("dedup_minhash", {})
-                    extra = f"  minhash stage {stage['time_s']:.1f}s" if stage else ""
+                    by_name = {s["name"]: s for s in r.stats["stages"]}
+                    stage = by_name.get("dedup_minhash") or by_name.get("dedup_exact") or {}
+                    extra = f"  {stage['name']} stage {stage['time_s']:.1f}s dropped={sum(stage['dropped'].values())}" if stage else ""
                     print(f"{kind:8s} n={n:>8d} {engine:5s} workers={workers}  records={r.records:>8d}  "
                           f"wall={wall:7.1f}s  {1e6 * wall / n:6.1f} us/record{extra}", flush=True)
                     shutil.rmtree(out, ignore_errors=True)

@@ -8,7 +8,7 @@
   (estimated Jaccard, equal numbers; signatures read from the scratch files) -> connected
   components on the driver over the verified edges only (memory: the edges and their endpoints,
   not the records) -> each dropped record's Jaccard to its representative and the
-  representative's id, on the cluster.
+  representative's id, read from the scratch files by the driver (one row per dropped record).
 - Decontam: map on an actor pool; each actor sets the stage up once (loads the benchmark index:
   the broadcast) and returns only the matches.
 Decisions, details and reports are the local stages' (tests/test_ray_cluster.py compares them).
@@ -155,7 +155,6 @@ def _exact_examples(c, slices, n, dropped, idx, head, heads, copies) -> list[dic
 
 _BANDS = pa.schema([("part", pa.int64()), ("key", pa.uint64()), ("idx", pa.int64())])
 _EDGES = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int64()), ("rank_b", pa.int64()), ("checked", pa.int64())])
-_SCORES = pa.schema([("d", pa.int64()), ("score", pa.float64()), ("rep_id", pa.string())])
 
 
 def _atomic_save(path: Path, write: Callable[[str], None]) -> None:
@@ -242,14 +241,6 @@ def _verify_group(group: pa.Table, threshold: float, scratch: str, starts: list[
                     schema=_EDGES)
 
 
-def _scores(batch: dict, scratch: str, starts: list[int]) -> pa.Table:
-    """Each dropped record's Jaccard to its representative, and the representative's id."""
-    rows = ScratchRows(scratch, starts)
-    d, r = np.asarray(batch["d"], np.int64), np.asarray(batch["r"], np.int64)
-    score = estimated_jaccard(rows.take("sig", d), rows.take("sig", r))
-    return pa.table([d, score, rows.take("ids", r).tolist()], schema=_SCORES)
-
-
 def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: StageContext, run: ClusterMap, scratch: Path) -> Decisions:
     c, t0 = stage.config, time.perf_counter()
     starts = [s.start for s in slices]
@@ -270,14 +261,14 @@ def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: Sta
     drop = np.flatnonzero(rep != np.arange(len(nodes)))
     size = np.bincount(labels)[labels[drop]] if len(drop) else np.zeros(0, np.int64)
     t2 = time.perf_counter()
+    # each dropped record's Jaccard to its representative, and the representative's id: read on
+    # the driver from the scratch files, a chunk at a time (a Ray job would cost more to start)
     score, rep_id = np.ones(len(nodes)), {}
-    if len(drop):
-        pairs = [pa.table({"d": nodes[drop[lo : lo + 8192]], "r": nodes[rep[drop[lo : lo + 8192]]]}) for lo in range(0, len(drop), 8192)]
-        scored = _collect(run(run.ray_data.from_arrow(pairs), _scores,
-                              fn_kwargs={"scratch": str(scratch), "starts": starts}, batch_size=None), _SCORES)
-        pos = np.searchsorted(nodes, scored["d"].to_numpy())
-        score[pos] = scored["score"].to_numpy()
-        rep_id = dict(zip(pos.tolist(), scored["rep_id"].to_pylist(), strict=True))
+    by_rep = drop[np.argsort(nodes[rep[drop]], kind="stable")]  # a chunk's representatives: a few files
+    for lo in range(0, len(by_rep), 8192):
+        d, rows = by_rep[lo : lo + 8192], ScratchRows(str(scratch), starts)
+        score[d] = estimated_jaccard(rows.take("sig", nodes[d]), rows.take("sig", nodes[rep[d]]))
+        rep_id.update(zip(d.tolist(), rows.take("ids", nodes[rep[d]]).tolist(), strict=True))
     details = [f"near-duplicate of {rep_id[int(i)]} (jaccard≈{score[i]:.3f}; cluster of {int(k)})" for i, k in zip(drop, size, strict=True)]
     dec = Decisions(stage.drop_reason, nodes[drop], details, respool=True)
     hasher = MinHasher(num_perm=c.num_perm, ngram=c.ngram, seed=c.seed, threshold=c.threshold)
