@@ -187,16 +187,35 @@ class VectorFile:
             self._scales.close()
 
     def read(self, rows: slice | np.ndarray) -> np.ndarray:
-        """Rows (a range, or indices) as float32."""
-        if not self.rows:
-            return np.zeros((0, self.dim), np.float32)
-        codes = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
-        out = codes[rows].astype(np.float32)
-        if self.storage == "int8":
-            scales = np.memmap(self.path.with_name("scales.bin"), dtype=np.float32, mode="r", shape=(self.rows,))
-            out *= scales[rows][:, None]
-        del codes
+        """Rows (a range, or indices) as float32. A range is read, not mapped; indices go
+        through a map in chunks, each unmapped before the next, so the file pages a read
+        touches never add up in the process."""
+        if isinstance(rows, slice):
+            lo, hi, _ = rows.indices(self.rows)
+            codes = self._read_range(self.path, self.dtype, lo, max(hi - lo, 0), self.dim)
+            scales = self._read_range(self.path.with_name("scales.bin"), np.float32, lo, max(hi - lo, 0), 1) \
+                if self.storage == "int8" else None
+        else:
+            rows = np.asarray(rows, dtype=np.int64)
+            codes = np.empty((len(rows), self.dim), self.dtype)
+            scales = np.empty((len(rows), 1), np.float32) if self.storage == "int8" else None
+            for at in range(0, len(rows), _QUERY_CHUNK):
+                part = rows[at : at + _QUERY_CHUNK]
+                mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
+                codes[at : at + len(part)] = mapped[part]
+                if scales is not None:
+                    mapped = np.memmap(self.path.with_name("scales.bin"), dtype=np.float32, mode="r", shape=(self.rows, 1))
+                    scales[at : at + len(part)] = mapped[part]
+                del mapped
+        out = codes.astype(np.float32, copy=False)
+        if scales is not None:
+            out *= scales
         return out
+
+    @staticmethod
+    def _read_range(path, dtype, start: int, count: int, width: int) -> np.ndarray:
+        itemsize = np.dtype(dtype).itemsize * width
+        return np.fromfile(path, dtype=dtype, count=count * width, offset=start * itemsize).reshape(count, width)
 
 
 class ArrayRows:
