@@ -47,6 +47,7 @@ _RECENT_MATH = re.compile(r"\b(?:latest|most\s+recent)\s+(?:time|term|step|itera
 
 
 _STATES_DATA = re.compile(r"\d")
+_SCENARIO = re.compile(r"^\s*(?:suppose|imagine|assume|let)\b|\byou(?:'re|\s+are|\s+were)\b", re.I)
 
 
 def _sentence_at(text: str, i: int) -> str:
@@ -69,6 +70,8 @@ def time_sensitivity(question: str) -> str | None:
                 continue
             if label == "relative time" and _STATES_DATA.search(_sentence_at(text, m.start())):
                 continue  # "Last year a store sold 120 bikes ...": the problem gives its own numbers
+            if label in ("time word", "relative time") and _SCENARIO.search(_sentence_at(text, m.start())):
+                continue  # "Suppose you are currently staying at a camp ...": the problem's own scene
             return f"{label}: {phrase.strip()!r}"
     return None
 

@@ -35,8 +35,13 @@ _PROOF = re.compile(
     r"|\bprove\s+(?:or\s+disprove|the\s+following|by\s+induction)\b|\bderive\s+(?:the|an?)\b",
     re.I,
 )
+# Unlettered options after a bubble or box glyph ("⃝2.5g ⃝g ⃝g/5"; U+20DD is the combining
+# enclosing circle, which a PDF's text layer gives for a printed answer bubble): lettered A, B, ... in order.
+_BUBBLE = re.compile(r"[\u20dd\u25cb\u25ef\u25a1\u2610\u274f\u2751]")
 # Textbook exercises with parts "(a) ... (b) ..." look like lettered options; they are not.
 _PART_LABEL = re.compile(r"\(([a-h])\)")
+# an answer that labels its parts "a) ... b) ..." (no opening parenthesis): at the start or after a space
+_BARE_PART_LABEL = re.compile(r"(?:^|(?<=\s))([a-h])\)\s")
 _EACH_PART = re.compile(r"\b(?:each\s+of\s+the\s+following|in\s+each\s+case|for\s+each|each\s+part|all\s+of\s+the\s+following\s+(?:sets|expressions|statements|functions|matrices|systems))\b", re.I)
 _TASK = re.compile(r"(?:find|show|prove|compute|calculate|determine|evaluate|explain|describe|give|list|write|solve"
                    r"|verify|use|sketch|express|suppose|let|is|are|does|do|can|what|which|how|why)\b", re.I)
@@ -46,8 +51,13 @@ _COMPUTE_ASK = re.compile(
 
 
 def split_options(question: str) -> tuple[str, list[str]]:
-    """(stem, option contents) when the question lists lettered options A, B, ... in order;
-    (question, []) otherwise."""
+    """(stem, option contents) when the question lists lettered options A, B, ... in order, or
+    unlettered ones after bubble glyphs; (question, []) otherwise."""
+    bubbles = _BUBBLE.split(question)
+    if len(bubbles) >= 3 and bubbles[0].strip():
+        options = [o.strip(" ,;\n") for o in bubbles[1:]]
+        if all(options) and all(len(o) < 300 for o in options):
+            return bubbles[0].strip(), options
     lines = question.split("\n")
     # options on their own lines: the longest run of consecutive A, B, C... lines
     for start in range(len(lines)):
@@ -82,7 +92,7 @@ def multi_part(question: str, answer: str) -> bool:
     """An exercise in parts (a), (b), ... rather than a choice among options: the answer answers
     several parts, or refers to a part in passing ("For (a), use ..."), or the stem asks for each."""
     labels = _PART_LABEL.findall(answer)
-    if len(set(labels)) >= 2:
+    if len(set(labels)) >= 2 or len(set(_BARE_PART_LABEL.findall(answer))) >= 2:
         return True
     if labels and not re.match(r"\s*\(([a-hA-H])\)", answer):
         return True

@@ -195,15 +195,18 @@ class TaxonomyStage(CurateStage):
         np.maximum.at(best.T, self.anchor_owner, sims.T)  # per subtopic: its closest anchor
         return 0.5 * best + 0.5 * sims[:, self.description_index]
 
-    def classify_vectors(self, vectors, documents: list[str] | None = None) -> list[tuple[str, float]]:
+    def classify_vectors(self, vectors, documents: list[str] | None = None) -> list[tuple[str, float, float]]:
         """(path, similarity) for each embedded question. With `documents`, a document prior: the
         subtopics of the domain most of the document's other items (in the batch) fall in get
         `document_prior` x that share added before the argmax. The similarity reported is the
-        question's own score, which `min_similarity` applies to."""
+        question's own score, which `min_similarity` applies to; the third value is the share of the
+        document's other items in the chosen path's domain (0 without a prior)."""
         import numpy as np
 
         score = self.subtopic_scores(vectors)
         total = score
+        share = np.zeros(len(vectors))
+        domain_share = np.zeros((len(vectors), len(self.domains)))
         if documents is not None and self.config.document_prior:
             total = score.copy()
             domain_of = np.array([self.domains.index(p.split("/")[0]) for p in self.paths])
@@ -219,10 +222,13 @@ class TaxonomyStage(CurateStage):
                     others[own[r]] -= 1
                     top = int(others.argmax())
                     total[r, domain_of == top] += self.config.document_prior * others[top] / (len(rows) - 1)
+                    domain_share[r, top] = others[top] / (len(rows) - 1)
         top = total.argmax(axis=1)
-        return [(self.paths[t], float(score[i, t])) for i, t in enumerate(top)]
+        for i, t in enumerate(top):
+            share[i] = domain_share[i, self.domains.index(self.paths[t].split("/")[0])]
+        return [(self.paths[t], float(score[i, t]), float(share[i])) for i, t in enumerate(top)]
 
-    def _encode_and_classify(self, items: list[tuple[str, str]]) -> list[tuple[str, float]]:
+    def _encode_and_classify(self, items: list[tuple[str, str]]) -> list[tuple[str, float, float]]:
         vectors = self._encode([t for t, _ in items])
         return self.classify_vectors(vectors, [d for _, d in items])
 
@@ -246,7 +252,11 @@ class TaxonomyStage(CurateStage):
         if batcher is None:
             batcher = self._batchers[loop_id] = _Batcher(self._encode_and_classify, self.config.batch_size)
         document = str((record.get("source") or {}).get("document") or "")
-        path, similarity = await batcher.submit(self._text(record), document)
+        path, similarity, document_share = await batcher.submit(self._text(record), document)
+        if similarity < self.config.min_similarity and document_share >= 0.5:
+            # the question alone is unclear, but most of its document is in this domain: keep the path, say so
+            record["topic"] = path.split("/")
+            return add_tag(record, "topic_uncertain")
         if similarity < self.config.min_similarity:
             if self.config.unknown == "drop":
                 return Drop("off_taxonomy", f"best topic {path} at similarity {similarity:.2f} < {self.config.min_similarity}")

@@ -83,7 +83,12 @@ _KEY_HEADING = re.compile(r"\b(?:solutions?|answers?|hints?)\s+(?:for|to)\s+(?:s
                           r"|\bsection\s+\d+(?:\.\d+)+\s+\d+(?:\.\d+)+\.", re.I)
 
 
+_EMPTY_LAST_LABEL = re.compile(r"\n\s*\(?[a-h]\)\s*$")
+
+
 def part_mismatch(question: str, answer: str, part: str | None) -> Finding | None:
+    if _EMPTY_LAST_LABEL.search(question):  # "... M0\na) M1\nb) M2\nc)": each label printed after its text
+        return Finding("part_mismatch", "the question ends with an empty part label: labels and parts are out of step", True)
     m = _KEY_HEADING.search(answer)
     if m:
         return Finding("part_mismatch", f"the answer runs into the key: {m.group(0)!r}", True)
@@ -121,12 +126,22 @@ def other_quantity(question: str, answer: str) -> Finding | None:
     return None
 
 
+_EITHER_OR = re.compile(r"\b(?:identify|determine|decide|state|classify|say|tell)\b[^.?;]*?\b([A-Za-z]{3,})\s+or\s+(?:not\s+)?([A-Za-z]{3,})\b", re.I)
+
+
+_ANSWER_JOINS = re.compile(r";|,\s*(?:so|thus|hence|and|donc|et|alors)\b|\.\s+(?=[A-Z])", re.I)
+
+
 def partial_answer(question: str, answer: str) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
     without its yes or no."""
     from .qtype import verdict_value
 
+    m = _EITHER_OR.search(question)
+    if m and m.group(1).casefold() not in ("whether", "which") and not re.search(
+            rf"\b(?:{m.group(1)}|{m.group(2)}|non-?{m.group(2)}|not)\b", answer, re.I):
+        return Finding("partial_answer", f"the question asks {m.group(1)} or {m.group(2)}; the answer says neither", True)
     if _PROVE.search(question) and _FIND.search(question) and _PROOF_TALK.match(answer):
         return Finding("partial_answer", "the question asks to prove and to find; the answer argues", True)
     sentences = _sentences(question)
@@ -140,6 +155,8 @@ def partial_answer(question: str, answer: str) -> Finding | None:
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
+        if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks):
+            return None  # "Volume = 4.93; area of surface = 12.57": one answer per ask
         if len(answer) < 200:
             return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value)
     return None
@@ -171,16 +188,17 @@ _GLUED = re.compile(r"(?<![A-Za-z\d.])(\d*)([a-z])(\d+)(?![\w(])")  # "5x2", "x4
 _BARE = r"(?<![A-Za-z\\]){l}(?![A-Za-z\d])"
 _INVERSE = re.compile(r"(?:\)|(?<![A-Za-z])[A-Z])[−-]1(?!\d|[.,]\d|\s*[\w(=])")  # "(1 + i)−1", "A−1" (not "n −1", not a restated "A−1 =")
 _PAREN_POWER = re.compile(r"\)[2-9](?![\d.,])(?=\s|$|[=+−\-])")  # "(ab)2 = e"
-_EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)")  # "f(x) = ex", "e−x"
+_EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)"  # "f(x) = ex", "e−x"
+                    r"|(?<![A-Za-z\\^])e(?:[−-]?\d+[a-z]|[−-][a-z]|[α-ω][a-z]|\([^()]{1,30}\)[a-z])(?![A-Za-z(])")  # "e2t", "e−t", "eαx", "e(−2+ √ 2)x"
 _LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-Z]\)|(?<!\([a-z])\))\s+(?:\{(?!\s*\})|∅)|\|[A-Za-z∩∪ ]+\|\s+\d")
 _FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
 _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z](?![\w(])")
-_DETACHED_ARROW = re.compile(r"\u20d7(?=\s)|(?<=\s)\u20d7\s")
+_DETACHED_ARROW = re.compile(r"(?<![A-Za-z])\u20d7(?!\s?[A-Za-z])")  # "⃗F", "⃗ B(t)", "F⃗" name their vector
 _BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]")
 _FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
 # answer-side: "10 4" (a binomial flattened), "6 2 (8 5)", ". 2−2·525 −4", "an 5 + 4(n −1)" (a_n = ..., "=" lost)
 _CYCLE = re.compile(r"\((?:\d+\s+)+\d+\)")
-_ADJACENT_NUMBERS = re.compile(r"(?<![\w.,])\d+\s+\d+(?![\w.,])")
+_ADJACENT_NUMBERS = re.compile(r"(?<![\w.,])\d+\s+\d+(?![\d.,])")  # "10 4", "5 3e2t" (5/3 e^2t)
 _LEADING_PUNCT = re.compile(r"^\s*[.,;:]\s*\S")
 _SYMBOL_THEN_VALUE = re.compile(r"^\s*[A-Za-z]{1,2}\d?\s+(?=[\d(−-])")
 # both sides: stacked fractions flattened: "f(p/q) = 3p 3q", "p + 1 p −2"
@@ -223,7 +241,24 @@ def _flattened_powers(text: str) -> str | None:
 
 _ASKED = re.compile(r"\b(?:find|compute|calculate|determine|evaluate|simplify)\s+([^.?\n]{2,40})[.?]?\s*$", re.I)
 _HEADER_TAIL = re.compile(r"\?\s+\d+(?:\.\d+)*\s+(?:exercises|chapter|section|problems)\s+\d+\s*$", re.I)
+# a running header glued on: "... sont des solutions. 76CHAPITRE 2. ÉQUATIONS DIFFÉRENTIELLES ORDINAIRES"
+_CAPS_TAIL = re.compile(r"(?:\d+\s?)?[A-ZÀ-Ý’'\-]{4,}(?:[\s.\d]+[A-ZÀ-Ý’'\-]{2,}){2,}\s*$"
+                       r"|\d+\s?(?:CHAPTER|CHAPITRE|SECTION|CAP[IÍ]TULO|KAPITEL)\s?\d+\.?\s*[A-ZÀ-Ý’'\s.\-]+$")
 _SUBSCRIPT_POWER = re.compile(r"(?<![A-Za-z])[a-z]\d\s\d(?=\s*[=+−\-])")  # "x2 2 = 0": x_2^2
+
+
+def restated_other(question: str, answer: str) -> Finding | None:
+    """"Find A × C." answered "A × B = {...}": the answer names what it gives, and it is another
+    expression of the same shape (a sibling part's)."""
+    m = _ASKED.search(question)
+    given = re.match(r"\s*([^=]{2,40}?)\s*=", answer)
+    if not m or not given:
+        return None
+    asked, said = re.sub(r"\s+", "", m.group(1)).rstrip(".?"), re.sub(r"\s+", "", given.group(1))
+    if len(asked) == len(said) >= 3 and asked != said and sum(a != b for a, b in zip(asked, said)) == 1 \
+            and not re.search(r"[a-z]{2}", said):
+        return Finding("answer_mismatch", f"asks for {m.group(1).strip()!r}, answers {given.group(1).strip()!r}", True)
+    return None
 
 
 def restated_without_relation(question: str, answer: str) -> str | None:
@@ -238,10 +273,16 @@ def restated_without_relation(question: str, answer: str) -> str | None:
     return None
 
 
+_COLUMN_PAIR = re.compile(r"\\begin\{pmatrix\}\s*[^&\\]{1,12}?\s*\\\\\s*[^&\\]{1,12}?\s*\\end\{pmatrix\}")
+_MATRIX_TALK = re.compile(r"\\begin\{|\b(?:matri|vector|vecteur|system|syst[eè]me|eigen|propre|column|colonne|basis|span|coordinat)", re.I)
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
     found: list[Finding] = []
+    if _COLUMN_PAIR.search(answer) and not _MATRIX_TALK.search(question):  # "ω= π q (15 over 2)": sqrt(15/2)
+        found.append(Finding("layout_damaged", "answer: a two-entry column where the question has no vectors: a fraction", True))
     for where, text in (("question", question), ("answer", answer)):
         if "\\begin{" in text:  # rebuilt matrices: their entries are laid out already
             text = re.sub(r"\\begin\{(\w+)\}.*?\\end\{\1\}", " M ", text, flags=re.S)
@@ -274,12 +315,25 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
             found.append(glued)
     if (restated := restated_without_relation(question, answer)) is not None:
         found.append(Finding("layout_damaged", f"answer: {restated!r} restated without its relation sign", True))
+    if _CAPS_TAIL.search(question):
+        found.append(Finding("layout_damaged", f"question: a running header after the question: {_CAPS_TAIL.search(question).group(0).strip()[:30]!r}", True))
     if _HEADER_TAIL.search(question):
         found.append(Finding("layout_damaged", "question: a running header after the question", True))
     return next((f for f in found if f.sure), found[0] if found else None)
 
 
 # ---- checkability -----------------------------------------------------------------------------------
+
+
+_VERIFY = re.compile(r"^\s*(?:verify|check|confirm|illustrate)\b(?!\s+(?:that|whether|if)\b)", re.I)
+
+
+def verification(question: str) -> Finding | None:
+    """"Verify Euler's Theorem for n = 15 and a = 4.": the outcome is known before the work; the
+    answer is the working, nothing to compare."""
+    if _VERIFY.match(question) and not _FIND.search(question) and "?" not in question:
+        return Finding("not_checkable", "a verification task: its outcome is given", True)
+    return None
 
 
 def checkability(answer: str, answer_type: str | None, max_words: int) -> Finding | None:
@@ -301,7 +355,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     part = json.loads(record.get("meta") or "{}").get("part")
     out = [hint_answer(a), part_mismatch(q, a, part)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
-        out += [other_quantity(q, a), partial_answer(q, a), open_ended(q, a),
+        out += [other_quantity(q, a), restated_other(q, a), partial_answer(q, a), open_ended(q, a), verification(q),
                 checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
