@@ -98,7 +98,7 @@ Reply with JSON: {{"time_sensitive": true/false, "reason": "one short phrase"}}"
 
 class EvergreenStage(CurateStage):
     name = "evergreen"
-    version = "2"
+    version = "3"
     Config = EvergreenConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -180,7 +180,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "3"
+    version = "4"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

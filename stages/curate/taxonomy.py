@@ -134,7 +134,7 @@ Reply with JSON: {{"path": "domain/subtopic"}}"""
 
 class TaxonomyStage(CurateStage):
     name = "taxonomy"
-    version = "2"
+    version = "3"
     Config = TaxonomyConfig
     concurrency = 1024  # records in flight per shard: the batcher's supply
 

@@ -386,7 +386,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "1"
+    version = "2"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
