@@ -12,7 +12,7 @@ import pymupdf
 from rlclimb.pipelines.readers_pdf import PdfPageReader
 from rlclimb.stages.documents import parse_pdf
 from rlclimb.stages.documents.parse_layout import stext_blocks
-from rlclimb.stages.documents.parse_stacked import wants_stacked
+from rlclimb.stages.documents.parse_stacked import page_rules, rebuild_from, wants_stacked
 
 S = 11.0  # text size
 FONT = pymupdf.Font("helv")  # embedded as a font file, so "√" and "−" keep their Unicode
@@ -115,6 +115,21 @@ def test_rules_that_are_not_fractions_leave_the_text_alone(tmp_path):
     assert "\\frac" not in text and "\\sqrt" not in text
     assert "6. Read the definition twice before the exercise." in lines
     assert "Everything above holds for every group." in lines
+
+
+def test_a_footnote_rule_is_no_fraction_bar(tmp_path):
+    # a paragraph's short last line above the rule, the footnote (smaller, with a raised marker)
+    # below it running past its end; the rebuild itself is asked (the page has no other cue)
+    w = Writer()
+    w.text(72, 279, "A paragraph runs on here and ends on the next line,")
+    end = w.text(72, 293, "as the last line shows.")
+    w.rule(72, 72 + 1.2 * (end - 72), 300)
+    w.text(72, 306.5, "*", 6)
+    w.text(76, 309.5, "More information on canonical representatives is in the appendix.", 8)
+    page = pymupdf.open(w.save(tmp_path / "footnote.pdf"))[0]
+    textpage = page.get_textpage(flags=parse_pdf.text_flags())
+    blocks = stext_blocks(textpage)
+    assert rebuild_from(blocks, textpage.extractRAWDICT()["blocks"], page_rules(page), {}) == 0
 
 
 def test_plain_text_pages_skip_the_pass(tmp_path):

@@ -343,11 +343,13 @@ def _fraction(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
         return None
     members = num + den
     taken = {id(g) for g in members}
-    for row, part in ((_row(ink_num), ink_num), (den_row, ink_den)):  # rows that run past the bar
+    for part in (ink_num, ink_den):  # rows that run past the bar (on any baseline of the part)
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
+        rows = {g.oy for g in part}
         for g in chars:
-            if id(g) not in taken and not g.blank and not g.atom and abs(g.oy - row) < 0.15 * em \
-                    and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em):
+            if id(g) not in taken and not g.blank and not g.atom \
+                    and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
+                    and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
     text = f"\\frac{{{_text(num)}}}{{{_text(den)}}}"
     axis = rule.y + 0.25 * em  # the baseline of the row the fraction sits in
