@@ -289,7 +289,9 @@ def test_convert_self_contained_mcq():
     ("Why is the sky blue?\nA. Because shorter wavelengths of sunlight are scattered much more strongly by the gas molecules in air\nB. Ozone", "A", "mcq_answer_not_checkable"),
 ])
 def test_convert_refuses_mcq_that_need_options(question, answer, reason):
-    out = run(ConvertStage(keep_mcq_share=0), mcq(question, answer))
+    out = run(ConvertStage(keep_mcq_share=0), mcq(question, answer))  # default: it stays multiple choice
+    assert out["question_type"] == "multiple_choice" and "mcq_unconverted" in out["tags"] and out["choices"]
+    out = run(ConvertStage(keep_mcq_share=0, unconvertible="drop"), mcq(question, answer))
     assert isinstance(out, Drop) and out.reason == reason
 
 

@@ -3,7 +3,9 @@
 Multiple choice: when the stem is self-contained ("What is the SI unit of force?"), the stem
 becomes the question and the correct option's content the answer; a stem that needs its options
 ("Which of the following is prime?") is rewritten by the LLM path and dropped by the embedded
-one (`mcq_not_self_contained`). A configurable share of multiple-choice items stays unconverted
+one: kept as multiple choice (tag `mcq_unconverted`; `unconvertible: drop` ledgers it as
+`mcq_not_self_contained` / `mcq_answer_not_checkable` instead): a question with its options is
+still checkable by its letter. A configurable share of multiple-choice items stays unconverted
 (tag `mcq_kept`), chosen by a hash of the item id: the same items on every run.
 Proofs: a claim with a checkable value ("Prove that $\\sum_{k=1}^n k = \\frac{n(n+1)}{2}$")
 becomes "Find a closed-form expression for ..." with the value as the answer; other proofs are
@@ -18,6 +20,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -128,6 +131,7 @@ class ConvertConfig(CurateConfig):
     keep_mcq_share: float = Field(0.1, ge=0, le=1)  # share of multiple-choice items left as they are
     mcq_seed: int = 0  # picks which items form that share
     max_answer_words: int = 12  # a correct option longer than this makes no checkable open answer
+    unconvertible: Literal["keep", "drop"] = "keep"  # embedded: an MCQ that cannot become open-ended stays MCQ
     runs: int = Field(3, ge=1)  # LLM path: conversions per item, then consensus
     quorum: int | None = None  # LLM path: runs that must agree (default: all)
 
@@ -165,7 +169,7 @@ Reply with JSON: {{"convertible": true/false, "question": "...", "answer": "..."
 
 class ConvertStage(CurateStage):
     name = "convert"
-    version = "1"
+    version = "2"
     Config = ConvertConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Keep | Drop:
@@ -176,9 +180,9 @@ class ConvertStage(CurateStage):
             stem, options = split_options(record["question"])
             content = self._correct_option(record, options)
             if isinstance(content, Drop):
-                return content
+                return self._unconverted(record, content)
             if _NOT_SELF_CONTAINED.search(stem) or len(stem) < 8:
-                return Drop("mcq_not_self_contained", "the stem needs its options; the LLM path can rewrite it")
+                return self._unconverted(record, Drop("mcq_not_self_contained", "the stem needs its options; the LLM path can rewrite it"))
             return self._converted(record, stem, content, "multiple_choice")
         if qtype == "proof":
             claim = proof_claim(record["question"])
@@ -209,6 +213,11 @@ class ConvertStage(CurateStage):
             return Drop("conversion_kept_options", "the rewrite still lists options", model=completion.model, cost=completion.cost)
         return kept(self._converted(record, reply.question.strip(), reply.answer.strip(), qtype), completion,
                     reason=f"converted from {qtype}")
+
+    def _unconverted(self, record: Record, drop: Drop) -> Record | Drop:
+        if self.config.unconvertible == "keep" and drop.reason in ("mcq_not_self_contained", "mcq_answer_not_checkable"):
+            return add_tag(record, "mcq_unconverted")
+        return drop
 
     def _correct_option(self, record: Record, options: list[str]) -> str | Drop:
         choices = record.get("choices") or options
