@@ -32,7 +32,8 @@ except ImportError:  # pragma: no cover - PyMuPDF always ships the mupdf binding
     _mupdf, _HAS_JSON = None, False
 
 _STRIP = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ue000-\uf8ff\ufffd-\uffff]")
-_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b]+")
+# runs of spaces -> one space; a lone " " (most of them) is left alone rather than replaced by itself
+_SPACES = re.compile(r"(?! (?![ \t\u00a0\u2000-\u200b]))[ \t\u00a0\u2000-\u200b]+")
 
 
 def dropped_glyphs(raw: str) -> int:

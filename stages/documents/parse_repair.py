@@ -21,14 +21,13 @@ that no substitution covers goes to OCR instead (the parse stage decides), never
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .parse_quality import script_of
+from .parse_quality import ascii_letters, script_of
 
 _CTRL = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ue000-\uf8ff"
 # numeric positions: "X.X" (section and exercise numbers), a line that is only glyphs (a page number)
@@ -79,7 +78,7 @@ def main_script(text: str) -> str:
             at = head.find(c)
             first[s] = min(first.get(s, at), at)
     if (latin := _ASCII_LETTER.search(head)) is not None:
-        counts["LATIN"] += sum(map(head.count, string.ascii_letters))
+        counts["LATIN"] += ascii_letters(head)
         first["LATIN"] = min(first.get("LATIN", latin.start()), latin.start())
     counts.pop("", None)
     if not counts:
