@@ -84,6 +84,9 @@ class ObjectKV:
     def put(self, key: str, value: bytes) -> None:
         self.fs.pipe_file(self._path(key), value)
 
+    def __bool__(self) -> bool:  # a store is there even when empty (`kv or fallback`; len lists it all)
+        return True
+
     def __len__(self) -> int:
         self.fs.invalidate_cache()
         try:

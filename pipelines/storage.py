@@ -212,7 +212,15 @@ class Mirror:
         base = join(self.root, under) if under else self.root
         self.fs.invalidate_cache()
         try:
-            found = self.fs.find(base, detail=True)
+            if under:
+                found = self.fs.find(base, detail=True)
+            else:  # top level first: the caches (one object per result) are never walked
+                found = {}
+                for info in self.fs.ls(base, detail=True):
+                    name = info["name"].rstrip("/")
+                    if name.rsplit("/", 1)[-1] in LOCAL_ONLY_TOP:
+                        continue
+                    found.update(self.fs.find(name, detail=True) if info.get("type") == "directory" else {name: info})
         except FileNotFoundError:
             return {}
         out = {}
