@@ -257,10 +257,11 @@ def _glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
 
 
 def _em(rule: Rule, chars: list[Glyph]) -> float:
-    """The text size around a rule: the most common size of glyphs over or under it."""
-    sizes = Counter(round(g.size, 1) for g in chars
-                    if not g.blank and rule.x0 <= g.mid <= rule.x1 and abs(g.oy - rule.y) < 2.5 * g.size)
-    return sizes.most_common(1)[0][0] if sizes else 0.0
+    """The text size of a fraction's rows: the biggest size over or under the bar (its scripts
+    are smaller, and may be more: "r^{3/2}"), leaving out extension-font glyphs (big operators)."""
+    return max((round(g.size, 1) for g in chars
+                if not g.blank and rule.x0 <= g.mid <= rule.x1 and abs(g.oy - rule.y) < 1.6 * g.size
+                and not _EXTENSION.search(g.font)), default=0.0)
 
 
 def _row(members: list[Glyph]) -> float:
@@ -343,11 +344,12 @@ def _fraction(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
         return None
     members = num + den
     taken = {id(g) for g in members}
-    for part in (ink_num, ink_den):  # rows that run past the bar (on any baseline of the part)
+    # rows that run past the bar (on any baseline of the part; a big bracket beside it does not count)
+    for part in (ink_num, ink_den):
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
         rows = {g.oy for g in part}
         for g in chars:
-            if id(g) not in taken and not g.blank and not g.atom \
+            if id(g) not in taken and not g.blank and not g.atom and not _EXTENSION.search(g.font) \
                     and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
                     and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
