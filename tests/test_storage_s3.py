@@ -180,6 +180,8 @@ def test_qa_jsonl_cli_reads_and_writes_s3(s3, tmp_path):
     status = subprocess.run([*base, "status", out, "--json"], capture_output=True, text=True, timeout=120, env=env)
     assert status.returncode == 0, status.stderr[-2000:]
     assert json.loads(status.stdout)["complete"] is True
+    table = subprocess.run([*base, "status", out], capture_output=True, text=True, timeout=120, env=env)
+    assert table.returncode == 0 and "complete" in table.stdout and "dedup_exact" in table.stdout, table.stderr[-2000:]
     exported = subprocess.run([*base, "export", out, "--out", str(tmp_path / "out.jsonl")], capture_output=True, text=True, timeout=120, env=env)
     assert exported.returncode == 0, exported.stderr[-2000:]
     assert len((tmp_path / "out.jsonl").read_text().splitlines()) == len(data_rows(got))
@@ -310,3 +312,25 @@ def test_memory_filesystem_run_and_resume(tmp_path, monkeypatch):
     got = tmp_path / "got"
     assert data_rows(got) == data_rows(local.run_dir) == data_rows(again.run_dir)
     assert ledger(got) == ledger(local.run_dir) and funnel(got) == funnel(local.run_dir)
+
+
+def test_parquet_inputs_from_s3(s3, tmp_path, monkeypatch):
+    """A previous run's dataset read back from the bucket: same batches, schema, total and stage
+    trail as from local disk, and a fingerprint that only the object's content changes."""
+    from rlclimb.pipelines.definitions import PIPELINES
+    from rlclimb.pipelines.engine import RunOptions, run_pipeline
+    from rlclimb.pipelines.engine.plan import upstream_trail
+    from rlclimb.pipelines.readers import ParquetReader
+
+    src = write_input(tmp_path / "qa.jsonl")
+    first = run_pipeline(PIPELINES["qa-jsonl"]([str(src)], {}, 9), tmp_path / "first", RunOptions(progress=False))
+    s3.put(str(first.run_dir / "data") + "/", f"{BUCKET}/inputs/parquet/", recursive=True)
+    local, remote = ParquetReader([str(first.run_dir / "data")]), ParquetReader([f"s3://{BUCKET}/inputs/parquet/"])
+    assert remote.schema == local.schema and remote.estimate_total() == local.estimate_total() > 0
+    assert [b.to_pylist() for b in remote.shards(7)] == [b.to_pylist() for b in local.shards(7)]
+    assert upstream_trail(remote) == upstream_trail(local) != []
+    fp = remote.fingerprint()
+    assert ParquetReader([f"s3://{BUCKET}/inputs/parquet/"]).fingerprint() == fp
+    name = sorted(s3.find(f"{BUCKET}/inputs/parquet/"))[0]
+    s3.pipe_file(name, (first.run_dir / "ledger" / "part-00000.parquet").read_bytes())  # other content
+    assert ParquetReader([f"s3://{BUCKET}/inputs/parquet/"]).fingerprint() != fp
