@@ -134,13 +134,14 @@ class ParsePdf(Stage):
         c = self.config
         try:
             page = cached_pdf(path).load_page(number - 1)
+            rect = page.rect  # (each `page.rect` is a call into MuPDF)
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
             glyphs, pattern = self._glyphs(path)
             rebuild_stacked(page, textpage, blocks, glyphs)  # display fractions, radicals: only where cues
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                 rebuild_lines(blocks, textpage.extractDICT()["blocks"], glyphs)
-            lines, raw = page_lines(blocks, page.rect.width)
+            lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails
             bad = suspect_chars(raw, main := main_script(raw)) if has_candidates(raw) else None
@@ -155,7 +156,7 @@ class ParsePdf(Stage):
                         unrepaired += left
                         fixed_lines.append({**ln, "text": text})
                     fixed.append({**b, "lines": fixed_lines})
-                lines, raw = page_lines(fixed, page.rect.width)
+                lines, raw = page_lines(fixed, rect.width)
                 shown = "".join(sorted(bad))[:12].encode("unicode_escape").decode()
                 if unrepaired:
                     path_taken, why = "ocr", f"{unrepaired} of {sum(bad.values())} suspect glyphs unrepaired ({shown})"
@@ -166,7 +167,7 @@ class ParsePdf(Stage):
         quality = assess(raw, c.min_chars, c.min_quality)
         out = {
             "id": record["id"], "source": {"document": path, "page": number}, "pages": record["pages"],
-            "width": page.rect.width, "height": page.rect.height, "backend": "text",
+            "width": rect.width, "height": rect.height, "backend": "text",
             "quality": quality.score, "text_layer_quality": None, "ocr_reason": None,
             "needs_ocr": False, "lines": lines, "text_path": path_taken, "path_reason": why,
             "glyphs_dropped": dropped_glyphs(raw),
@@ -190,7 +191,7 @@ class ParsePdf(Stage):
             return Drop("ocr_unavailable", f"{where} needs OCR ({reason}): {self._ocr_problem}")
         try:
             ocr_page = ocr_textpage(page, text_flags(), c.ocr_language, c.ocr_dpi, self._tessdata)
-            ocr_lines, ocr_raw = textpage_lines(ocr_page, page.rect.width)
+            ocr_lines, ocr_raw = textpage_lines(ocr_page, rect.width)
         except Exception as e:
             return Drop("ocr_failed", f"{where}: Tesseract failed: {type(e).__name__}: {e}")
         ocr_quality = assess(ocr_raw, c.min_chars, c.min_quality)
