@@ -146,3 +146,17 @@ def test_plain_text_pages_skip_the_pass(tmp_path):
     w2.save(tmp_path / "one.pdf")
     page = pymupdf.open(tmp_path / "one.pdf")[0]
     assert wants_stacked(stext_blocks(page.get_textpage(flags=parse_pdf.text_flags())))
+
+
+def test_rows_of_several_lines_over_a_bar_are_left_alone(tmp_path):
+    # column vectors over and under a bar (a projection's coefficient): not rebuilt, nor garbled
+    w = Writer()
+    x = w.text(72, 300, "so that p = ")
+    bar = 300 - 0.25 * S
+    for k in range(2):
+        w.text(x + 1, bar - 0.45 * S - 1.2 * S * (1 - k), str(k + 2))
+        w.text(x + 1, bar + 0.95 * S + 1.2 * S * k, str(k + 1))
+    w.rule(x, x + 8, bar)
+    page = pymupdf.open(w.save(tmp_path / "vectors.pdf"))[0]
+    textpage = page.get_textpage(flags=parse_pdf.text_flags())
+    assert rebuild_from(stext_blocks(textpage), textpage.extractRAWDICT()["blocks"], page_rules(page), {}) == 0

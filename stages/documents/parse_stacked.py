@@ -209,7 +209,7 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
     sources: dict[int, set[int]] = {}  # a piece -> the lines it took glyphs from
     for rule in sorted(rules, key=lambda r: r.width):  # narrowest first: what is inside comes first
         near = pool.near(rule.y)
-        found = _radical(rule, near) or _fraction(rule, near)
+        found = _radical(rule, near) or _fraction(rule, near, rules)
         if found is not None:
             atom, members = found
             pool.take(atom, members)
@@ -310,7 +310,7 @@ def _gapless(members: list[Glyph], em: float) -> bool:
     return all(b.x0 - a.x1 < 1.0 * em for a, b in zip(ink, ink[1:], strict=False))
 
 
-def _fraction(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph, list[Glyph]] | None:
     em = _em(rule, chars)
     if not em or rule.width < 0.3 * em:
         return None
@@ -353,12 +353,34 @@ def _fraction(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
                     and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
                     and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
+    others = [r for r in rules if r is not rule]
+    if _more_rows(inside, chars, taken, num_row, -1, em, others) or _more_rows(inside, chars, taken, den_row, 1, em,
+                                                                              others):
+        return None  # a numerator or denominator of several rows (vectors, determinants): not rebuilt
     text = f"\\frac{{{_text(num)}}}{{{_text(den)}}}"
     axis = rule.y + 0.25 * em  # the baseline of the row the fraction sits in
     host = _beside(chars, taken, axis, rule.x0, rule.x1, em)
     line = host.line if host is not None else min(ink_num, key=lambda g: g.x0).line
     oy, size = (host.oy, host.size) if host is not None else (axis, em)
     return _atom(text, members, line, oy, size, rule), members
+
+
+def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: float, away: int, em: float,
+               others: list[Rule]) -> bool:
+    """Another row of glyphs over the bar stacked beyond `row` (away from the bar) that, like a
+    numerator's, stops at the bar's ends; a line of prose there runs past them, and the next
+    row of a display has bars of its own."""
+    more = [g for g in inside if id(g) not in taken and g.text.isalnum() and g.size >= 0.9 * em
+            and 0.5 * em < (g.oy - row) * away < 1.35 * em
+            and not any(r.x0 - 0.2 * em <= g.mid <= r.x1 + 0.2 * em and -0.8 * em < g.oy - r.y < 1.4 * em
+                        for r in others)]
+    if not more:
+        return False
+    a, b = min(g.x0 for g in more), max(g.x1 for g in more)
+    rows = {g.oy for g in more}
+    ids = {id(g) for g in more}
+    return not any(id(g) not in ids and not g.blank and (a - 0.6 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.6 * em)
+                   and any(abs(g.oy - r) < 0.15 * em for r in rows) for g in chars)
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
