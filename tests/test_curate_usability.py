@@ -93,6 +93,9 @@ def reasons(r):
     ("Let A = {1, 2, 3, 4, 5}, B = {3, 4, 5, 6, 7} and C = {2, 3, 5}.\n(e) Find A × C.", "A × B = {(1, 2), (1, 3)}", "set", "e",
      "answer_mismatch"),  # the key's answer names a sibling expression
     ("Verify Euler’s Theorem for n = 15 and a = 4.", "4^{φ(15)} ≡4^8 ≡1 (mod 15).", "expression", None, "not_checkable"),
+    ("What is wrong with this claimed proof of Lemma 1.9: “if c(x) = |T −xI| then c(T) = |T −TI| = 0”?",
+     "The x must be a scalar, not a matrix.", "text", None, "not_checkable"),
+    ("y = log_ε(x + 3) x + 3.", "1 −log_ε (x + 3) (x + 3)^2 .", "expression", None, "no_task"),
 ])
 def test_sure_findings_drop_with_their_reason(question, answer, answer_type, part, reason):
     out = UsabilityStage().embedded(rec(question, answer, answer_type, part), CTX)

@@ -19,7 +19,10 @@ returns a reason, the evidence, and whether it is sure:
   polynomial, `)−1`, `(ab)2`, `= ex`), lost relation signs (`A {1, 2}`), flattened vectors and
   fractions (`1 2 −1 0 T`, `d dx`), detached vector arrows, control or private-use glyphs, a
   "2923171 (mod 582)" whose value mod 582 is not the answer (292^3171 with its exponent glued on);
-- `not_checkable`: a prose answer too long for the answer checker to compare.
+- `not_checkable`: a prose answer too long for the answer checker to compare; "what is wrong with
+  this proof" critiques; "verify ... for n = 15" tasks whose outcome is given;
+- `no_task`: the question is a bare formula ("y = 2x + 3 3x + 2."): the instruction stayed in the
+  exercise set's header.
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
 with a `maybe_` prefix). The LLM path asks the model only about the items with unsure findings;
@@ -173,9 +176,18 @@ _NOT_POSSIBLE = re.compile(r"\b(?:not|no|never|im)\s*possible\b|\bno\s+such\b|\b
 _DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\band\s+)(?:draw|sketch|plot|illustrate|shade)\b", re.I)
 
 
+_CRITIQUE = re.compile(r"\bwhat(?:'s|’s|\s+is|\s+was)\s+wrong\s+with\b|\b(?:find|spot|identify)\s+the\s+(?:error|flaw|mistake)\b"
+                       r"|\bwhere\s+is\s+the\s+(?:error|flaw|mistake)\b", re.I)
+_WORD = re.compile(r"(?<![A-Za-z\\])(?!(?:log|sin|cos|tan|cot|sec|exp|lim|max|min|det|mod)(?![A-Za-z]))[A-Za-zÀ-ÿ]{3,}")
+
+
 def open_ended(question: str, answer: str) -> Finding | None:
     if _DRAW.search(question):
         return Finding("not_checkable", "a drawing task", True)
+    if _CRITIQUE.search(question):  # "What is wrong with this claimed proof ...?": an explanation
+        return Finding("not_checkable", "asks what is wrong with an argument", True)
+    if not _WORD.search(re.sub(r"\\[A-Za-z]+", " ", question)):  # "y = 2x + 3 3x + 2.": the set's instruction stayed in its header
+        return Finding("no_task", "the question is a bare formula: what to do with it is not said", True)
     if _EXAMPLE_ASK.search(question) and not _NOT_POSSIBLE.search(answer[:120]):
         sure = bool(_EXAMPLE_GIVEN.search(answer[:200]))
         return Finding("open_ended", "asks for an example" + ("; one of many is given" if sure else ""), sure)
@@ -364,7 +376,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
 # ---- the stage ----------------------------------------------------------------------------------------
 
 Reason = Literal["ok", "hint_answer", "part_mismatch", "partial_answer", "open_ended", "layout_damaged",
-                 "not_checkable", "reference_answer", "answer_mismatch"]
+                 "not_checkable", "reference_answer", "answer_mismatch", "no_task"]
 
 
 class UsabilityConfig(CurateConfig):
