@@ -332,8 +332,8 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
            and (abs(g.oy - den_row) < 0.15 * em or g.atom or g.size < 0.9 * em)]
     ink_num = [g for g in num if not g.blank]
     ink_den = [g for g in den if not g.blank]
-    if not ink_num or not ink_den:
-        return None
+    if not ink_num or not ink_den or not all(any(g.atom or g.size >= 0.9 * em for g in part) for part in (ink_num, ink_den)):
+        return None  # a row of scripts alone (the next line's exponents under an underline) is no numerator
     widths = []
     for part in (ink_num, ink_den):
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
