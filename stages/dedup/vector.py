@@ -192,24 +192,20 @@ class VectorFile:
         touches never add up in the process."""
         if isinstance(rows, slice):
             lo, hi, _ = rows.indices(self.rows)
-            codes = self._read_range(self.path, self.dtype, lo, max(hi - lo, 0), self.dim)
-            scales = self._read_range(self.path.with_name("scales.bin"), np.float32, lo, max(hi - lo, 0), 1) \
-                if self.storage == "int8" else None
-        else:
-            rows = np.asarray(rows, dtype=np.int64)
-            codes = np.empty((len(rows), self.dim), self.dtype)
-            scales = np.empty((len(rows), 1), np.float32) if self.storage == "int8" else None
-            for at in range(0, len(rows), _QUERY_CHUNK):
-                part = rows[at : at + _QUERY_CHUNK]
-                mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
-                codes[at : at + len(part)] = mapped[part]
-                if scales is not None:
-                    mapped = np.memmap(self.path.with_name("scales.bin"), dtype=np.float32, mode="r", shape=(self.rows, 1))
-                    scales[at : at + len(part)] = mapped[part]
-                del mapped
-        out = codes.astype(np.float32, copy=False)
-        if scales is not None:
-            out *= scales
+            out = self._read_range(self.path, self.dtype, lo, max(hi - lo, 0), self.dim).astype(np.float32, copy=False)
+            if self.storage == "int8":
+                out *= self._read_range(self.path.with_name("scales.bin"), np.float32, lo, max(hi - lo, 0), 1)
+            return out
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.dim), np.float32)  # decoded chunk by chunk: no full copy of the codes
+        for at in range(0, len(rows), _QUERY_CHUNK):
+            part = rows[at : at + _QUERY_CHUNK]
+            mapped = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows, self.dim))
+            out[at : at + len(part)] = mapped[part]
+            if self.storage == "int8":
+                mapped = np.memmap(self.path.with_name("scales.bin"), dtype=np.float32, mode="r", shape=(self.rows, 1))
+                out[at : at + len(part)] *= mapped[part]
+            del mapped
         return out
 
     @staticmethod
