@@ -102,6 +102,8 @@ class RunDir:
             lease.acquire()
         except LeaseHeld as e:
             raise InputError(str(e)) from None
+        except Exception as e:  # no such bucket, no credentials, endpoint down: one line, exit 2
+            raise InputError(f"--out {self.url}: cannot write there: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         try:
             yield
         finally:

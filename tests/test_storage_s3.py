@@ -334,3 +334,14 @@ def test_parquet_inputs_from_s3(s3, tmp_path, monkeypatch):
     name = sorted(s3.find(f"{BUCKET}/inputs/parquet/"))[0]
     s3.pipe_file(name, (first.run_dir / "ledger" / "part-00000.parquet").read_bytes())  # other content
     assert ParquetReader([f"s3://{BUCKET}/inputs/parquet/"]).fingerprint() != fp
+
+
+def test_unusable_out_url_is_one_clear_error(s3, tmp_path, monkeypatch):
+    from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
+    from rlclimb.pipelines.readers import InputError, JsonlReader
+    from rlclimb.stages.qa.importer import ImportQA
+
+    monkeypatch.setenv("RLCLIMB_MIRRORS", str(tmp_path / "m"))
+    src = write_input(tmp_path / "qa.jsonl")
+    with pytest.raises(InputError, match="--out s3://no-such-bucket-here/run: cannot write there"):
+        run_pipeline(Pipeline("p", JsonlReader([src]), [ImportQA()]), "s3://no-such-bucket-here/run", RunOptions(progress=False))
