@@ -21,8 +21,11 @@ Design
   file per shard next to its parts (`cache-NNNNN.jsonl`, flushed per record). Only the worker
   computing a shard writes it, so there is no locking; a resumed shard reads it back.
 - Stage resources (`Stage.resources`: num_cpus, num_gpus, memory) size the actors.
-- Global stages run on the driver, over the committed parts (see DESIGN.md: their memory
-  bounds), except for their per-record sketches (`Stage.sketch`), computed on the cluster.
+- JSONL inputs are read on the cluster (`ray_read.py`): the first segment's items never pass
+  through the driver either.
+- Exact dedup, MinHash dedup and decontam are decided on the cluster and their output committed
+  by workers (`ray_global.py`, `ray_dedup.py`); other global stages run on the driver over the
+  committed parts, with their per-record sketches (`Stage.sketch`), if any, on the cluster.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Per-record sketches of a global stage, computed elsewhere and fed back in input order.
 
 A global stage's expensive part is often per record and independent of the others (exact dedup's
-digest, MinHash's signature): `Stage.sketch(records) -> {name: array}`. The ray executor computes
-it on the cluster over the committed input parts, in input order, and hands the stage a
+digest, MinHash's signature): `Stage.sketch(records) -> {name: array}`. For a global stage that
+runs on the driver (the dedup and decontam stages are decided on the cluster instead:
+ray_dedup.py, which calls their `sketch` in its map step), the ray executor computes it on the
+cluster over the committed input parts, in input order, and hands the stage a
 `SketchFeed` (`ctx.extras["sketches"]`); the stage takes the sketches of the records it reads,
 instead of computing them. What needs every record at once (the digest table, LSH buckets,
 connected components) stays in the stage, on the driver: results are the local executor's.
