@@ -257,11 +257,13 @@ def _glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
 
 
 def _em(rule: Rule, chars: list[Glyph]) -> float:
-    """The text size of a fraction's rows: the biggest size over or under the bar (its scripts
-    are smaller, and may be more: "r^{3/2}"), leaving out extension-font glyphs (big operators)."""
+    """The text size of a fraction's rows: the biggest size of the glyphs sitting on the bar or
+    hanging under it (its scripts are smaller, and may be more: "r^{3/2}"; lines of prose
+    farther off do not count), leaving out extension-font glyphs (big operators)."""
     return max((round(g.size, 1) for g in chars
-                if not g.blank and rule.x0 <= g.mid <= rule.x1 and abs(g.oy - rule.y) < 1.6 * g.size
-                and not _EXTENSION.search(g.font)), default=0.0)
+                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not _EXTENSION.search(g.font)
+                and (0.05 * g.size < rule.y - g.oy < 0.85 * g.size
+                     or -0.3 * g.size < g.oy - _TOP * g.size - rule.y < 0.55 * g.size)), default=0.0)
 
 
 def _row(members: list[Glyph]) -> float:
