@@ -14,7 +14,7 @@ spec.loader.exec_module(curate_textbook)
 
 VERDICTS = {"good", "marginal", "bad"}
 REASONS = {"ok", "hint_answer", "layout_damaged", "part_mismatch", "partial_answer", "reference_answer",
-           "answer_mismatch", "not_checkable", "open_ended", "multi_part", "needs_figure", "wrong_answer"}
+           "answer_mismatch", "not_checkable", "open_ended", "multi_part", "needs_figure", "wrong_answer", "no_task"}
 
 
 def test_label_files_are_well_formed_and_keep_a_heldout_part():
