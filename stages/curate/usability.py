@@ -206,7 +206,7 @@ _LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-
 _FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
 _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z](?![\w(])")
 _DETACHED_ARROW = re.compile(r"(?<![A-Za-z])\u20d7(?!\s?[A-Za-z])")  # "⃗F", "⃗ B(t)", "F⃗" name their vector
-_BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]")
+_BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]|∞\s?Í|Í\s?\^?\{?∞")  # "∞Í n=1": a sum sign from a symbol font
 _FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
 # answer-side: "10 4" (a binomial flattened), "6 2 (8 5)", ". 2−2·525 −4", "an 5 + 4(n −1)" (a_n = ..., "=" lost)
 _CYCLE = re.compile(r"\((?:\d+\s+)+\d+\)")
