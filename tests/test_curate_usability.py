@@ -96,6 +96,10 @@ def reasons(r):
     ("What is wrong with this claimed proof of Lemma 1.9: “if c(x) = |T −xI| then c(T) = |T −TI| = 0”?",
      "The x must be a scalar, not a matrix.", "text", None, "not_checkable"),
     ("y = log_ε(x + 3) x + 3.", "1 −log_ε (x + 3) (x + 3)^2 .", "expression", None, "no_task"),
+    ("Which of the following sets are subspaces of R^3?\n(d) {(x_1, x_2, x_3): 3x_1 −2x^2 2 = 0}", "not a subspace", "text", "d",
+     "layout_damaged"),  # x_2^2 rebuilt half-way
+    ("Soit F(t) = Í^∞ n=1 e^{−n}cos(2nt). Trouvez la solution périodique de x′′ + 3x= F(t).", "x= ∞Í n=1 e^{−n} cos(2nt)",
+     "expression", None, "layout_damaged"),  # a sum sign from a symbol font
 ])
 def test_sure_findings_drop_with_their_reason(question, answer, answer_type, part, reason):
     out = UsabilityStage().embedded(rec(question, answer, answer_type, part), CTX)

@@ -256,7 +256,8 @@ _HEADER_TAIL = re.compile(r"\?\s+\d+(?:\.\d+)*\s+(?:exercises|chapter|section|pr
 # a running header glued on: "... sont des solutions. 76CHAPITRE 2. ÉQUATIONS DIFFÉRENTIELLES ORDINAIRES"
 _CAPS_TAIL = re.compile(r"(?:\d+\s?)?[A-ZÀ-Ý’'\-]{4,}(?:[\s.\d]+[A-ZÀ-Ý’'\-]{2,}){2,}\s*$"
                        r"|\d+\s?(?:CHAPTER|CHAPITRE|SECTION|CAP[IÍ]TULO|KAPITEL)\s?\d+\.?\s*[A-ZÀ-Ý’'\s.\-]+$")
-_SUBSCRIPT_POWER = re.compile(r"(?<![A-Za-z])[a-z]\d\s\d(?=\s*[=+−\-])")  # "x2 2 = 0": x_2^2
+_SUBSCRIPT_POWER = re.compile(r"(?<![A-Za-z])[a-z]\d\s\d(?=\s*[=+−\-])"  # "x2 2 = 0": x_2^2
+                              r"|(?<![A-Za-z])[a-z]\^\{?\d\}?\s\d(?=\s*[=+−\-])")  # "x^2 2 = 0": the same, rebuilt half-way
 
 
 def restated_other(question: str, answer: str) -> Finding | None:
