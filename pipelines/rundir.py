@@ -107,7 +107,10 @@ class RunDir:
         try:
             yield
         finally:
-            lease.release()
+            try:
+                lease.release()
+            except Exception:  # the store is unreachable now: the lease lapses by itself (TTL)
+                pass
 
     def write_config(self, pipeline: Pipeline, options: RunOptions) -> None:
         """The run's config; a directory holding a run of another pipeline or other input files

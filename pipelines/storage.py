@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -392,6 +393,7 @@ class Lease:
         self.fs, root = filesystem(self.url)
         self.path = join(root, ".lease.json")
         self.owner = uuid.uuid4().hex
+        self.lost = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -438,6 +440,12 @@ class Lease:
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
+                cur = self._read()
+                if cur and cur.get("owner") != self.owner:  # taken over (we were paused past the TTL)
+                    self.lost = True
+                    print(f"rlclimb: lost the lease on {self.url} to host {cur.get('host')} pid {cur.get('pid')}; "
+                          "stop this run (its commits may now interleave with that one's)", file=sys.stderr, flush=True)
+                    return
                 self._write()
             except Exception:  # a blip: the next renewal retries, the lease is still valid till then
                 pass

@@ -345,3 +345,22 @@ def test_unusable_out_url_is_one_clear_error(s3, tmp_path, monkeypatch):
     src = write_input(tmp_path / "qa.jsonl")
     with pytest.raises(InputError, match="--out s3://no-such-bucket-here/run: cannot write there"):
         run_pipeline(Pipeline("p", JsonlReader([src]), [ImportQA()]), "s3://no-such-bucket-here/run", RunOptions(progress=False))
+
+
+def test_a_lease_taken_over_is_not_renewed(s3):
+    """A holder paused past its TTL finds the lease another run took: it stops renewing (and
+    says so) instead of writing over the new holder's."""
+    from rlclimb.pipelines.storage import Lease
+
+    url = f"s3://{BUCKET}/runs/taken"
+    old = Lease(url, ttl=0.6, settle=0.05)
+    old.acquire()
+    s3.pipe_file(f"{BUCKET}/runs/taken/.lease.json", json.dumps(
+        {"owner": "new", "host": "elsewhere", "pid": 1, "expires": time.time() + 600}).encode())
+    deadline = time.monotonic() + 30
+    while not old.lost and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert old.lost
+    assert json.loads(s3.cat_file(f"{BUCKET}/runs/taken/.lease.json"))["owner"] == "new"
+    old.release()  # not ours any more: left alone
+    assert json.loads(s3.cat_file(f"{BUCKET}/runs/taken/.lease.json"))["owner"] == "new"
