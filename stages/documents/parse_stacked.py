@@ -279,13 +279,15 @@ def _text(members: list[Glyph]) -> str:
     return " ".join(line_text(spans, size=size).split())
 
 
-def _spans(ordered: list[Glyph]) -> list[dict]:
-    """MuPDF-like spans of glyphs in order: one per run of one font, size and baseline."""
+def _spans(ordered: list[Glyph], size: float | None = None) -> list[dict]:
+    """MuPDF-like spans of glyphs in order: one per run of one font, size and baseline; a gap
+    next to a rebuilt piece becomes a space, except inside a script (`size`: the line's text)."""
     spans: list[dict] = []
     prev: Glyph | None = None
     for g in ordered:
         last = spans[-1] if spans else None
-        if prev is not None and (g.atom or prev.atom) and not (g.blank or prev.blank) \
+        in_script = size is not None and max(g.size, prev.size if prev else 0) < 0.9 * size
+        if prev is not None and (g.atom or prev.atom) and not (g.blank or prev.blank or in_script) \
                 and g.x0 - prev.x1 > 0.15 * g.size:
             spans.append({"text": " ", "size": g.size, "font": "", "flags": 0, "origin": (prev.x1, g.oy),
                           "bbox": [prev.x1, g.y0, g.x0, g.y1], "atom": True})  # the gap a rebuilt piece had
@@ -441,8 +443,12 @@ def _rewrite(line: dict, members: list[Glyph]) -> None:
     if not members or all(g.blank for g in members):
         line["text"] = ""
         return
-    # glyph names were applied when the glyphs were read: no table here
-    line["text"] = line_text(_spans(sorted(members, key=lambda g: g.x0)))
+    # glyph names were applied when the glyphs were read: no table here. The line's text size is
+    # its biggest glyphs' (a rebuilt piece's long text must not make "u^{-1/2}" all script)
+    size = max((g.size for g in members if not (g.blank or g.atom or _EXTENSION.search(g.font))), default=None)
+    line["text"] = line_text(_spans(sorted(members, key=lambda g: g.x0), size), size=size)
+    if size:  # the line is now of its text's size (it may have started with a script)
+        line["font"] = {**line["font"], "size": size}
     x0, x1 = min(g.x0 for g in members), max(g.x1 for g in members)
     y0, y1 = min(g.y0 for g in members), max(g.y1 for g in members)
     line["bbox"] = {"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0}
