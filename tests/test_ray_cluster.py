@@ -352,9 +352,10 @@ def test_killed_worker_process_loses_and_duplicates_nothing(cluster, tmp_path):
 
 
 def test_killed_worker_mid_global_stage_loses_and_duplicates_nothing(cluster, tmp_path):
-    """SIGKILL to the Ray worker processes computing MinHash signatures and committing the
-    stage's parts, while they run: Ray restarts them and redoes their tasks (retried tasks
-    rewrite the same scratch files and parts), and the output is the local executor's."""
+    """SIGKILL to a Ray worker process computing MinHash signatures (and to one committing the
+    stage's parts, when the poll catches one running), while it runs: Ray restarts it and redoes
+    its task (a retried task rewrites the same scratch files and parts), and the output is the
+    local executor's."""
     src = tmp_path / "c.jsonl"
     write_clusters(src, 1600)
     make = lambda: Pipeline("clusters", JsonlReader([src]), [ImportQA(), MinHashDedup(batch_size=64)], shard_size=16)  # noqa: E731
@@ -386,6 +387,7 @@ def test_killed_worker_mid_global_stage_loses_and_duplicates_nothing(cluster, tm
     finally:
         done.set()
         killer.join(timeout=5)
+    print("killed:", killed)
     assert "MinHashSketcher" in killed, f"the test never saw a signature worker to kill ({killed})"
     assert outputs(result.run_dir) == local
     assert local[2][-1][4] == {"duplicate_minhash": local[2][-1][1] - local[2][-1][2]} and local[2][-1][2] < 1400
