@@ -93,8 +93,11 @@ def evaluate(items: list[dict], taxonomy: bool = True) -> dict:
                           for it in items if it["labels"]["qtype"] == "open"])
     conv = ConvertStage(keep_mcq_share=0.0)
     convertible = [it for it in items if it["labels"]["qtype"] in ("multiple_choice", "proof") and it["labels"]["verifiable"]]
+    def converted(result) -> bool:  # an MCQ that stays MCQ (`mcq_unconverted`) is not converted
+        return not isinstance(result, Drop) and "mcq_unconverted" not in (result.get("tags") or [])
+
     out["convert (positive = converted)"] = prf(
-        [(it["labels"].get("convertible", False), not isinstance(conv.embedded(labeled_record(it), CTX), Drop)) for it in convertible])
+        [(it["labels"].get("convertible", False), converted(conv.embedded(labeled_record(it), CTX))) for it in convertible])
     if taxonomy:
         out.update(evaluate_taxonomy([it for it in items if not it["labels"].get("topic_na")]))
     return out
