@@ -4,19 +4,22 @@ A text layer reads a display fraction row by row ("f(p/q) = p + 1" then "p −2"
 a stray "√" before its radicand; both are drawn with a rule (a thin horizontal line or filled
 rectangle, `page.get_cdrawings()`) that the text layer does not have. The cues, none of them
 tied to one book or font:
-- a fraction bar is a rule with a row of glyphs right above it and a row right below it (their
-  baselines within about an em of the bar), both horizontally centred on the bar and no wider
-  than it, the wider one spanning most of it, neither row continued just beyond the bar's ends
-  (an underline or a table rule has text running past it) nor split by a wide gap (table cells);
-- a radical is a "√" glyph whose right edge touches the left end of a rule (its overline) at the
-  glyph's top; the radicand is what lies under the overline, an index ("∛") is a small glyph over
-  the glyph's left part.
+- a fraction bar is a rule with a row of glyphs sitting right on it and a row hanging right
+  under it, both horizontally centred on the bar and no wider than it, the wider one spanning
+  most of it, each holding a glyph of the fraction's text size, neither row continued just
+  beyond the bar's ends (an underline, a footnote or table rule has text running past it), split
+  by a wide gap (table cells) or stacked on further rows of its kind (column vectors);
+- a radical is a "√" glyph (or any glyph of a math-extension font: TeX's big radicals read as
+  letters) whose right edge touches the left end of a rule (its overline) at the glyph's top,
+  with no extension glyph at the rule's other end (a brace's pieces); the radicand is what lies
+  under the overline, an index ("∛") is a small glyph over the sign's left part.
 Rules are taken narrowest first, so a radical inside a fraction (or a fraction inside a
 radicand) is rebuilt before what holds it; each result is one piece of text placed in the line
-of its surroundings (the glyphs on the fraction's axis beside the bar), and the lines it took
-glyphs from are rewritten from what is left (`parse_math.line_text`, so scripts inside a
-numerator are kept). Only pages with the cues pay for this (`wants_stacked`): a "√" in the text,
-or a short line stacked just above or below another line and not aligned with it.
+of the glyph it follows on its row, lines left holding the rest of that row join it, and the
+lines it took glyphs from are rewritten from what is left (`parse_math.line_text`, so scripts
+inside a numerator, and a fraction in an exponent, are kept). Only pages with the cues pay for
+this (`wants_stacked`, then rules next to text boxes): a "√" in the text, or a short line
+stacked just above or below another line and centred in it.
 """
 
 from __future__ import annotations
