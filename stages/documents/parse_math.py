@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from operator import itemgetter
+from typing import Any
 
 _SMALL = 0.9  # a script's size is at most this share of the text's size
 _RAISED = 0.12  # baseline raised by this share of the text size: superscript (TeX: ~0.35)
@@ -140,6 +142,37 @@ def _base(ch: str) -> bool:
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> bool:
     return min(a1, b1) - max(a0, b0) > 0.5 * min(a1 - a0, b1 - b0)
+
+
+class PageExtraction:
+    """A text page's span- and glyph-level extractions, each made at most once per page and
+    shared by the passes that need them (a `TextPage` stand-in for both calls): once
+    `parse_stacked` has the glyphs (`extractRAWDICT`), the spans (`extractDICT`) are those glyphs
+    joined per span: each raw span gets the "text" MuPDF's dict span has (its "chars" stay)."""
+
+    def __init__(self, textpage: Any) -> None:
+        self.textpage = textpage
+        self._raw: dict | None = None
+        self._joined = False
+
+    def extractRAWDICT(self) -> dict:  # noqa: N802 (TextPage's name)
+        if self._raw is None:
+            self._raw = self.textpage.extractRAWDICT()
+        return self._raw
+
+    def extractDICT(self) -> dict:  # noqa: N802
+        if self._raw is None:
+            return self.textpage.extractDICT()
+        if not self._joined:  # in place: cheaper than MuPDF's second extraction only so
+            for b in self._raw["blocks"]:
+                for ln in b.get("lines", ()):
+                    for s in ln["spans"]:
+                        s["text"] = "".join(map(_CHAR, s["chars"]))
+            self._joined = True
+        return self._raw
+
+
+_CHAR = itemgetter("c")
 
 
 def rebuild_lines(blocks: list[dict], dict_blocks: list[dict], glyphs: GlyphMap | None = None) -> int:

@@ -28,7 +28,7 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 
 from .parse_glyphs import font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
-from .parse_math import glyph_pattern, rebuild_lines, wants_spans
+from .parse_math import PageExtraction, glyph_pattern, rebuild_lines, wants_spans
 from .parse_ocr import ocr_textpage
 from .parse_quality import assess
 from .parse_records import DocPage
@@ -138,9 +138,10 @@ class ParsePdf(Stage):
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
             glyphs, pattern = self._glyphs(path)
-            rebuild_stacked(page, textpage, blocks, glyphs)  # display fractions, radicals: only where cues
+            extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
+            rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
-                rebuild_lines(blocks, textpage.extractDICT()["blocks"], glyphs)
+                rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
             lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails

@@ -125,7 +125,8 @@ def rebuild_stacked(page: Any, textpage: Any, blocks: list[dict], glyphs: GlyphM
     """Rewrite, in place, the lines of `blocks` (MuPDF's JSON lines of `textpage`) that hold
     display fractions or radicals. Returns how many were rebuilt. Each step runs only where the
     one before found cues: the text's (`wants_stacked`), then rules with text boxes right above
-    and below them (or a "√" at their left end), then the glyph-level rebuild."""
+    and below them (or a "√" at their left end), then the glyph-level rebuild. `textpage`: a
+    MuPDF text page, or a `parse_math.PageExtraction` of it (which keeps the glyphs for the span pass)."""
     if not wants_stacked(blocks):
         return 0
     rules = _near_text(page_rules(page), blocks)
