@@ -1,8 +1,8 @@
 """Vector dedup memory and recall per index and storage option, against the code before tiling
 (one in-memory faiss index over every vector), in the same run.
 
-    python benchmarks/dedup_vector_memory.py                    # 200k x 384 synthetic, 50k flat, 6k real texts
-    python benchmarks/dedup_vector_memory.py --n 200000 --n-flat 50000 --real 6000 --baseline 27f755e^
+    python benchmarks/dedup_vector_memory.py                    # 200k x 384 synthetic, 50k flat, 10.5k real texts
+    python benchmarks/dedup_vector_memory.py --n 200000 --n-flat 50000 --real 10500 --baseline 27f755e^
 
 Every configuration runs the whole `dedup_vector` stage (spool, spill file, search, clusters,
 output) in its own process; its memory is the peak RSS of that run above the process's RSS
@@ -150,12 +150,11 @@ def real_vectors(count: int, path: Path) -> int:
     from rlclimb.stages.embedding import load_embedder
 
     books = sorted((ROOT.parent / "shared" / "data" / "textbooks").glob("*.pdf"))
-    per_book, texts = count // max(len(books), 1) + 1, []
+    texts = []
     for book in books:
         with pymupdf.open(book) as doc:
-            blocks = [b[4].strip() for page in doc for b in page.get_text("blocks") if len(b[4].strip()) >= 40]
-        texts += blocks[:per_book]
-    texts = texts[:count]
+            texts += [b[4].strip() for page in doc for b in page.get_text("blocks") if len(b[4].strip()) >= 40]
+    texts = texts[:: max(1, len(texts) // count)][:count]  # spread over every book
     t0 = time.perf_counter()
     x = load_embedder("minilm").encode([embedding_text(t) for t in texts])
     np.save(path, x)
@@ -167,7 +166,7 @@ def report(name: str, res: dict, n: int, truth: set[int], per_vector: bool) -> N
     got = set(res["dropped"])
     recall = len(got & truth) / max(len(truth), 1)
     per_m = f"{res['peak_mb'] / n * 1e6:8,.0f} MB/1M" if per_vector else " " * 16
-    print(f"  {name:<34} peak {res['peak_mb']:8,.1f} MB {per_m}  recall {recall:.4f}  "
+    print(f"  {name:<34} peak {res['peak_mb']:8,.1f} MB {per_m}  recall {recall:.4f} of {len(truth):,}  "
           f"extra {len(got - truth):4d}  {res['seconds']:7.1f} s")
 
 
@@ -175,8 +174,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200_000, help="synthetic vectors for the ivf configurations")
     ap.add_argument("--n-flat", type=int, default=50_000, help="synthetic vectors for the flat configurations")
-    ap.add_argument("--real", type=int, default=6000, help="real text blocks (0: skip)")
+    ap.add_argument("--real", type=int, default=10_500, help="real text blocks (ivf from 10k) (0: skip)")
     ap.add_argument("--baseline", default="27f755e^", help="git revision of the code before tiling")
+    ap.add_argument("--only", help="comma-separated configuration names to run (default: all)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -187,30 +187,35 @@ def main() -> None:
            ("baseline ivf float16", base, {"index": "ivf", "storage": "float16"}),
            ("ivf float32", new, {"index": "ivf"}),
            ("ivf float16", new, {"index": "ivf", "storage": "float16"}),
-           ("ivf int8", new, {"index": "ivf", "storage": "int8"})]
+           ("ivf int8", new, {"index": "ivf", "storage": "int8"}),
+           ("ivf int8 memory_mb=16", new, {"index": "ivf", "storage": "int8", "memory_mb": 16})]
     flat = [("baseline flat float32", base, {"index": "flat"}),
             ("flat float32", new, {"index": "flat"}),
             ("flat float32 memory_mb=16", new, {"index": "flat", "memory_mb": 16}),
             ("flat float16 memory_mb=16", new, {"index": "flat", "storage": "float16", "memory_mb": 16}),
             ("flat int8 memory_mb=16", new, {"index": "flat", "storage": "int8", "memory_mb": 16})]
+    if args.only:
+        chosen = set(args.only.split(","))
+        ivf, flat = [j for j in ivf if j[0] in chosen], [j for j in flat if j[0] in chosen]
     print(f"synthetic, {DIM} dims, threshold {THRESHOLD}: peak RSS of the stage above its start, recall of "
           "the planted pairs, extra = dropped rows that are no planted pair")
     for n, jobs, per_vector in ((args.n, ivf, True), (args.n_flat, flat, False)):
+        if not jobs:
+            continue
         truth = synthetic_truth(n)
         print(f" {n:,} vectors ({len(truth):,} planted pairs >= {THRESHOLD}):")
         for name, rev, config in jobs:
             report(name, run_job({"rev": rev, "config": config, "n": n}), n, truth, per_vector)
-    if args.real:
+    if args.real and not args.only:
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "real.npy"
             n = real_vectors(args.real, path)
             ref = None
             print(f" real, {n:,} vectors: recall/extra against exact float32 flat (the baseline's)")
             for name, rev, config in flat + ivf[2:]:
-                res = run_job({"rev": rev, "config": {**config, "memory_mb": 1} if "memory_mb" in config else config,
-                               "n": n, "vectors": str(path)})
+                res = run_job({"rev": rev, "config": config, "n": n, "vectors": str(path)})
                 ref = ref if ref is not None else set(res["dropped"])
-                report(name.replace("memory_mb=16", "memory_mb=1"), res, n, ref, False)
+                report(name, res, n, ref, False)
     print("\nstored bytes per vector (spill file; an ivf index adds 8 of id): "
           + ", ".join(f"{s} {b} ({b * 1e6 / 2**20:,.0f} MB/1M)" for s, b in
                       (("float32", 4 * DIM), ("float16", 2 * DIM), ("int8", DIM + 4))))
