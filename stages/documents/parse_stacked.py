@@ -28,6 +28,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .parse_math import GlyphMap, line_text
@@ -35,6 +36,14 @@ from .parse_math import GlyphMap, line_text
 # a math extension font (TeX's cmex, its clones): its big radicals read as a letter ("q") or a
 # raw code, so any glyph of it touching an overline's left end is taken as the sign
 _EXTENSION = re.compile(r"(?:^|\+)(?:cm|lm|tx|px|ntx|npx|eu)?ex(?:\d+|[-_][\w-]*)?$|extension", re.I)
+
+
+@lru_cache(maxsize=1024)
+def _extension(font: str) -> bool:
+    """A math extension font's name (asked per glyph, many times: cached per name)."""
+    return bool(_EXTENSION.search(font))
+
+
 _TOP = 0.7  # a glyph's visual top above its baseline, in units of its size (cap height: ~0.7)
 
 
@@ -142,7 +151,7 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
         for ln in b["lines"]:
             bb = ln["bbox"]
             boxes.append((bb["x"], bb["y"], bb["x"] + bb["w"], bb["y"] + bb["h"], ln["font"]["size"] or 1.0,
-                          "√" in ln["text"] or bool(_EXTENSION.search(ln["font"].get("name", "")))))
+                          "√" in ln["text"] or bool(_extension(ln["font"].get("name", "")))))
     keep = []
     for r in rules:
         above = below = False
@@ -188,8 +197,9 @@ class _Pool:
         beside = {g.line for g in self.near(atom.oy) if not g.blank and abs(g.oy - atom.oy) < 0.25 * size
                   and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
         moved = set()
+        by_line = self.by_line()
         for li in (lines | beside) - {atom.line}:
-            rest = self.of_line(li)
+            rest = by_line.get(li, [])
             ink = [g for g in rest if not g.blank]
             on_row = all(abs(g.oy - atom.oy) < (0.25 if g.atom or g.size >= 0.9 * size else 0.6) * size
                          for g in ink)  # scripts ride above or below it
@@ -200,8 +210,13 @@ class _Pool:
                 moved.add(li)
         return moved
 
-    def of_line(self, li: int) -> list[Glyph]:
-        return [g for g in (*self.chars, *self.atoms) if g.line == li and id(g) not in self.gone]
+    def by_line(self) -> dict[int, list[Glyph]]:
+        """The glyphs (and pieces) left, by the line they are in (pieces after glyphs)."""
+        out: dict[int, list[Glyph]] = {}
+        for g in (*self.chars, *self.atoms):
+            if id(g) not in self.gone:
+                out.setdefault(g.line, []).append(g)
+        return out
 
 
 def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], glyphs: GlyphMap | None) -> int:
@@ -223,8 +238,9 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
     for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
+    by_line = pool.by_line()
     for li in touched:
-        _rewrite(lines[li], pool.of_line(li))
+        _rewrite(lines[li], by_line.get(li, []))
     return len(pool.atoms)
 
 
@@ -265,7 +281,7 @@ def _em(rule: Rule, chars: list[Glyph]) -> float:
     hanging under it (its scripts are smaller, and may be more: "r^{3/2}"; lines of prose
     farther off do not count), leaving out extension-font glyphs (big operators)."""
     return max((round(g.size, 1) for g in chars
-                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not _EXTENSION.search(g.font)
+                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not _extension(g.font)
                 and (0.05 * g.size < rule.y - g.oy < 0.85 * g.size
                      or -0.3 * g.size < g.oy - _TOP * g.size - rule.y < 0.55 * g.size)), default=0.0)
 
@@ -357,7 +373,7 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
         rows = {g.oy for g in part}
         for g in chars:
-            if id(g) not in taken and not g.blank and not g.atom and not _EXTENSION.search(g.font) \
+            if id(g) not in taken and not g.blank and not g.atom and not _extension(g.font) \
                     and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
                     and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
@@ -392,14 +408,14 @@ def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: fl
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
-    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and _EXTENSION.search(g.font))
+    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and _extension(g.font))
              and abs(g.x1 - rule.x0) <= 0.3 * g.size
              and g.top - 0.35 * g.size <= rule.y <= g.oy + 0.6 * g.size]
     if not signs:
         return None
     sign = min(signs, key=lambda g: abs(g.x1 - rule.x0))
     em = sign.size
-    if sign.text != "√" and any(_EXTENSION.search(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
+    if sign.text != "√" and any(_extension(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
                                 and abs(g.oy - sign.oy) < 0.5 * em for g in chars):
         return None  # pieces at both ends of the rule: a brace ("{", rule, "z", rule, "}"), not a root
     under = [g for g in chars if g is not sign and rule.x0 - 0.1 * em <= g.mid <= rule.x1 + 0.1 * em
@@ -449,7 +465,7 @@ def _rewrite(line: dict, members: list[Glyph]) -> None:
         return
     # glyph names were applied when the glyphs were read: no table here. The line's text size is
     # its biggest glyphs' (a rebuilt piece's long text must not make "u^{-1/2}" all script)
-    size = max((g.size for g in members if not (g.blank or g.atom or _EXTENSION.search(g.font))), default=None)
+    size = max((g.size for g in members if not (g.blank or g.atom or _extension(g.font))), default=None)
     line["text"] = line_text(_spans(sorted(members, key=lambda g: g.x0), size), size=size)
     if size:  # the line is now of its text's size (it may have started with a script)
         line["font"] = {**line["font"], "size": size}
