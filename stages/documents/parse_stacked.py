@@ -197,9 +197,10 @@ class _Pool:
         beside = {g.line for g in self.near(atom.oy) if not g.blank and abs(g.oy - atom.oy) < 0.25 * size
                   and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
         moved = set()
-        by_line = self.by_line()
-        for li in (lines | beside) - {atom.line}:
-            rest = by_line.get(li, [])
+        others = (lines | beside) - {atom.line}
+        by_line = self.of_lines(others)
+        for li in others:
+            rest = by_line[li]
             ink = [g for g in rest if not g.blank]
             on_row = all(abs(g.oy - atom.oy) < (0.25 if g.atom or g.size >= 0.9 * size else 0.6) * size
                          for g in ink)  # scripts ride above or below it
@@ -210,12 +211,11 @@ class _Pool:
                 moved.add(li)
         return moved
 
-    def by_line(self) -> dict[int, list[Glyph]]:
-        """The glyphs (and pieces) left, by the line they are in (pieces after glyphs)."""
-        out: dict[int, list[Glyph]] = {}
-        for g in (*self.chars, *self.atoms):
-            if id(g) not in self.gone:
-                out.setdefault(g.line, []).append(g)
+    def of_lines(self, wanted: set[int]) -> dict[int, list[Glyph]]:
+        """The glyphs (and pieces, after them) left in each of the lines `wanted`: one pass."""
+        out: dict[int, list[Glyph]] = {li: [] for li in wanted}
+        for g in [g for g in (*self.chars, *self.atoms) if g.line in wanted and id(g) not in self.gone]:
+            out[g.line].append(g)
         return out
 
 
@@ -238,9 +238,9 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
     for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
-    by_line = pool.by_line()
+    by_line = pool.of_lines(touched)
     for li in touched:
-        _rewrite(lines[li], by_line.get(li, []))
+        _rewrite(lines[li], by_line[li])
     return len(pool.atoms)
 
 
