@@ -36,6 +36,7 @@ from .bookkeeping import LEDGER_SCHEMA, READ_STAGE, StageStats
 from .readers import InputError
 from .storage import (
     LOCAL_ONLY_TOP,
+    MARKER,
     Lease,
     LeaseHeld,
     Mirror,
@@ -49,7 +50,6 @@ from .storage import (
 if TYPE_CHECKING:
     from .engine import Pipeline, RunOptions, RunResult, Segment
 
-MARKER = ".rlclimb-run"
 DATA_FILES = "train-*-of-*.parquet"  # what finalize creates (and so may replace) in data/
 LEDGER_FILES = "part-*.parquet"  # ... and in ledger/
 

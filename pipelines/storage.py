@@ -34,6 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+MARKER = ".rlclimb-run"  # the file that makes a directory an rlclimb run (or other kind) directory
+
 MIRROR_FILE = ".rlclimb-mirror.json"
 # Never synced: the mirror's own marker, the lock and the lease, scratch, caches (local SQLite, or
 # objects the store holds for itself).
@@ -282,8 +284,6 @@ class Mirror:
 
     def is_foreign(self, kind: str) -> str | None:
         """Why the URL must not become an rlclimb `kind` directory (None: it may, or already is)."""
-        from .rundir import MARKER
-
         names = self.listing()
         if not names:
             return None
