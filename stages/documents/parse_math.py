@@ -89,7 +89,7 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
     `size`: the text size when the caller knows it (a radicand "x^{-5}" has more script glyphs
     than text ones); else the size most of the line's characters have."""
     sizes = [s["size"] for s in spans if s["text"].strip()]
-    if sizes and min(sizes) > _SMALL * max(round(x, 1) for x in sizes):
+    if sizes and min(sizes) > _SMALL * round(max(sizes), 1):  # (round is monotonic: the max rounded)
         # no span is smaller than the line's text (whichever size that is): no script, no
         # fraction, the line as its spans say (most lines; skips the runs below)
         if not glyphs:
