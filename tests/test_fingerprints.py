@@ -189,6 +189,8 @@ def test_code_closure_follows_project_imports():
     assert {"rlclimb.stages.dedup.exact", "rlclimb.stages.text_keys", "rlclimb.stages.dedup.common",
             "rlclimb.pipelines.stage"} <= set(mods)
     assert "rlclimb.stages.dedup.vector" not in mods
+    # the engine is not a stage's code: changing an executor must not rerun every stage
+    assert {m for m in mods if m.startswith("rlclimb.pipelines.engine.")} == {"rlclimb.pipelines.engine.fingerprint"}
 
 
 def test_the_seed_reruns_only_the_stages_that_use_it(tmp_path, llm_server):
