@@ -115,6 +115,7 @@ def cluster():
             for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_USAGE_STATS_ENABLED"):
                 mp.setenv(k, c.env[k])
             mp.setenv("RAY_ADDRESS", c.address)
+            _forget_auth()  # an earlier test's Ray in this process may have cached "no token"
             yield c
     finally:
         import ray

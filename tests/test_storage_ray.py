@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import BUCKET
 from test_resume_kill import DISTINCT_REQUESTS, data_rows, funnel, handler, ledger, write_input
-from test_storage_s3 import BUCKET, download, s3  # noqa: F401 (s3: the server fixture)
+from test_storage_s3 import download
 
 from rlclimb.pipelines.definitions import PIPELINES
 from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
