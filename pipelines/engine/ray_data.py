@@ -46,9 +46,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rlclimb.schemas.io import to_rows
-from rlclimb.stages.dedup.common import spilling
 
 from ..rundir import RunDir
+from ..spill import spilling
 from ..stage import Stage, StageContext, setup_stages
 from ..storage import local_dir, read_parquet, url_of
 from .commit import commit_shard, read_parts

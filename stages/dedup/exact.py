@@ -23,10 +23,11 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from rlclimb.pipelines.spill import spilling
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
 from ..text_keys import canonical_text
-from .common import input_text, spilling, write_report
+from .common import input_text, write_report
 
 
 class ExactDedupConfig(StageConfig):

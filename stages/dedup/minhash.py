@@ -19,12 +19,12 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from rlclimb.pipelines.spill import RecordSpool, spilling
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageContext
 
 from ..text_keys import canonical_text, numbers, numbers_hash
 from .common import (
     ClusterConfig,
-    RecordSpool,
     cluster_summary,
     clusters,
     emit_clusters,
@@ -32,7 +32,6 @@ from .common import (
     examples_report,
     input_text,
     rank_of,
-    spilling,
     write_report,
 )
 from .minhash_sketch import MinHasher, estimated_jaccard

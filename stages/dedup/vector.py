@@ -35,13 +35,13 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from rlclimb.pipelines.spill import RecordSpool, spilling
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageContext
 
 from ..embedding import Embedder, load_embedder, missing_extra
 from ..text_keys import canonical_text, numbers, numbers_hash
 from .common import (
     ClusterConfig,
-    RecordSpool,
     cluster_summary,
     clusters,
     emit_clusters,
@@ -49,7 +49,6 @@ from .common import (
     examples_report,
     input_text,
     rank_of,
-    spilling,
     write_report,
 )
 

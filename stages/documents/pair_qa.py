@@ -33,10 +33,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, Field
 
+from rlclimb.pipelines.spill import RecordSpool, spilling
 from rlclimb.pipelines.stage import ConfigError, Drop, Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import QAItem, Source
 
-from ..dedup.common import RecordSpool, spilling
 from .pair_keys import KeyIndex, key_confidence
 from .parse_vlm import require_llm
 
