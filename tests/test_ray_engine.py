@@ -13,9 +13,9 @@ from rlclimb.pipelines.engine import RunOptions, run_pipeline
 pytestmark = pytest.mark.slow
 
 
-def write_dump(path):
+def write_dump(path, n: int = 400):
     lines = []
-    for i in range(400):
+    for i in range(n):
         if i % 97 == 5:
             lines.append('{"question": "broken')
         elif i % 50 == 7:  # a case variant of an earlier question: an exact-dedup drop

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import BUCKET
+from test_ray_engine import write_dump
 from test_resume_kill import DISTINCT_REQUESTS, data_rows, funnel, handler, ledger, write_input
 from test_storage_s3 import download
 
@@ -27,18 +28,6 @@ pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")
 
 
-def write_dump(path):
-    lines = []
-    for i in range(300):
-        if i % 97 == 5:
-            lines.append('{"question": "broken')
-        elif i % 50 == 7:  # a case variant of an earlier question: an exact-dedup drop
-            lines.append(json.dumps({"question": f"WHAT IS {i - 1} TIMES 3?", "answer": 3 * (i - 1)}))
-        else:
-            lines.append(json.dumps({"question": f"What is {i} times 3?", "answer": 3 * i}))
-    path.write_text("\n".join(lines) + "\n")
-
-
 def outcome(run_dir):
     data = pq.read_table(run_dir / "data").to_pylist()
     ledger = pq.read_table(run_dir / "ledger").select(["stage", "reason", "line"]).to_pylist()
@@ -51,7 +40,7 @@ def test_ray_workers_commit_to_s3(s3, tmp_path, monkeypatch):  # noqa: F811
     mirrors = tmp_path / "mirrors"
     monkeypatch.setenv("RLCLIMB_MIRRORS", str(mirrors))
     src = tmp_path / "dump.jsonl"
-    write_dump(src)
+    write_dump(src, n=300)
     s3.put_file(str(src), f"{BUCKET}/inputs/ray/dump.jsonl")
     local = run_pipeline(PIPELINES["qa-jsonl"]([str(src)], {}, 37), tmp_path / "local", RunOptions(progress=False))
     out = f"s3://{BUCKET}/runs/ray"
