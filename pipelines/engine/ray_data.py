@@ -14,9 +14,11 @@ Design
   the same protocol (data, ledger, then the done marker). The driver only checks that each
   reported commit is visible to it (`ray_cluster.check_commit`): shards, commits and so results
   are the local executor's, and a killed run resumes the same way.
-- Actors and their tasks are restarted when a worker process dies (`max_restarts`,
-  `max_task_retries`): the shard is recomputed and recommitted under the same name; its row
-  cache (below) makes the redo free for the records already done.
+- Actors and their tasks are restarted when a worker process dies (Ray Data's own defaults for
+  actor pools: `max_restarts=-1`, `max_task_retries=-1`; tasks: `max_retries=-1`; the
+  per-call `ray_remote_args(_fn)` that set them goes away in Ray 2.64): the shard is
+  recomputed and recommitted under the same name; its row cache (below) makes the redo free
+  for the records already done.
 - Row cache: SQLite does not work across hosts, so cached stages keep one append-only JSONL
   file per shard next to its parts (`cache-NNNNN.jsonl`, flushed per record). Only the worker
   computing a shard writes it, so there is no locking; a resumed shard reads it back.
@@ -184,10 +186,6 @@ class Sketcher:
         return {k: np.asarray(v) for k, v in self.stage.sketch(rows).items()}
 
 
-def _restartable() -> dict[str, int]:
-    return {"max_restarts": -1, "max_task_retries": -1}
-
-
 class RayExecutor(LocalExecutor):
     """Row segments on Ray Data; everything else (planning, commits, global stages, finalize)
     is the local executor's."""
@@ -234,7 +232,7 @@ class RayExecutor(LocalExecutor):
         ds = ray.data.from_items(specs, override_num_blocks=len(specs)).map_batches(
             Sketcher, fn_constructor_kwargs={"stage": shipped, "ctx": ctx}, batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=min(actors, len(specs))), num_cpus=res["num_cpus"],
-            **({"num_gpus": res["num_gpus"]} if res["num_gpus"] else {}), ray_remote_args_fn=_restartable)
+            **({"num_gpus": res["num_gpus"]} if res["num_gpus"] else {}))
         self.ctx.extras["sketches"] = SketchFeed(ds.iter_batches(batch_size=None, batch_format="numpy"))
         try:
             super()._run_global(seg, seg_dir, progress)
@@ -310,8 +308,6 @@ class RayExecutor(LocalExecutor):
             num_cpus=res["num_cpus"],
             **({"num_gpus": res["num_gpus"]} if res["num_gpus"] else {}),
             **({"memory": res["memory"]} if res["memory"] else {}),
-            # a dead worker process: the actor comes back and the shard is redone
-            ray_remote_args_fn=_restartable,
         )
         for row in ds.iter_rows():
             check_commit(seg_dir, int(row["i"]), str(row["node"]))

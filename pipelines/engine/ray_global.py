@@ -132,7 +132,8 @@ def commit_parts(batch: dict, *, slices: list[Slice], seg: Segment, seg_dir: str
 
 class ClusterMap:
     """`map_batches` as the global stages use it: functions as tasks (retried when their worker
-    dies), classes on an actor pool (restarted likewise), CPUs per the stage's resources."""
+    dies), classes on an actor pool (restarted likewise: both are Ray Data's defaults), CPUs per
+    the stage's resources."""
 
     def __init__(self, ray_data, resources: dict[str, float], actors: int):
         self.ray_data, self.resources, self.actors = ray_data, resources, actors
@@ -142,9 +143,8 @@ class ClusterMap:
         if self.resources.get("num_gpus"):
             args["num_gpus"] = self.resources["num_gpus"]
         if actor is not None:
-            return ds.map_batches(fn, fn_constructor_kwargs=actor, compute=self.ray_data.ActorPoolStrategy(min_size=1, max_size=self.actors),
-                                  ray_remote_args_fn=lambda: {"max_restarts": -1, "max_task_retries": -1}, **args)
-        return ds.map_batches(fn, fn_kwargs=fn_kwargs or {}, max_retries=-1, **args)
+            return ds.map_batches(fn, fn_constructor_kwargs=actor, compute=self.ray_data.ActorPoolStrategy(min_size=1, max_size=self.actors), **args)
+        return ds.map_batches(fn, fn_kwargs=fn_kwargs or {}, **args)
 
 
 def commit_decisions(run: ClusterMap, seg: Segment, seg_dir: Path, slices: list[Slice], n: int, decisions: Decisions,

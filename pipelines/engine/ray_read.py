@@ -72,7 +72,7 @@ def cluster_shards(ray_data, reader: JsonlReader, scratch: Path, size: int, cpus
     """Read every file on the cluster; (item count, the local executor's shards as pieces)."""
     files = [{"j": j} for j in range(len(reader.paths))]
     ds = ray_data.from_items(files, override_num_blocks=len(files)).map_batches(
-        read_file, batch_size=1, num_cpus=cpus, max_retries=-1,
+        read_file, batch_size=1, num_cpus=cpus,  # retried when its worker dies (Ray Data's default)
         fn_kwargs={"reader": reader, "scratch": str(scratch), "size": size})
     counts = dict.fromkeys(range(len(files)), 0)
     for row in ds.iter_rows():
