@@ -107,10 +107,10 @@ def test_embeddings_break_numbering_ties_and_place_unnumbered_answers():
 class GroupSizes(PairQA):
     """PairQA recording how many spans each group it pairs holds at once."""
 
-    def _pair_group(self, spans, targets, ctx):
+    def pair_group(self, spans, targets, ctx):
         spans = list(spans)
         self.sizes = [*getattr(self, "sizes", []), len(spans)]
-        return super()._pair_group(spans, targets, ctx)
+        return super().pair_group(spans, targets, ctx)
 
 
 def test_pairs_one_document_group_at_a_time_with_the_run_at_once_results(tmp_path):
@@ -139,7 +139,7 @@ def test_pairs_one_document_group_at_a_time_with_the_run_at_once_results(tmp_pat
                               "algebra-answers.pdf": [s["path"] for s in spans[8:]]},
                              KeyIndex((s["source"]["document"], s["path"]) for s in spans[:5]),
                              {"algebra.pdf", "calculus.pdf"})
-    at_once = list(whole._pair_group(spans, targets, None))
+    at_once = list(whole.pair_group(spans, targets, None))
     items = [r for r in out if isinstance(r, dict)]
     assert items == [r for r in at_once if isinstance(r, dict)]  # same items, same order
     drops = sorted((r["id"], d.reason) for r, d in (r for r in out if isinstance(r, tuple)))

@@ -86,21 +86,32 @@ class PairQA(Stage):
             raise ConfigError(f"pair.embedding_backend: unknown {self.config.embedding_backend!r}; "
                               f"choose one of {', '.join(BACKENDS)}")
 
+    note: str | None = None  # why embeddings are off, when their extra is missing (set by _by_meaning)
+
     def run(self, records: Iterable[Record], ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
         """Spool the spans, then pair one document group at a time (a document with the answer
         books that answer it), so memory holds the largest group, not the run."""
-        self.note: str | None = None
+        self.note = None
         with spilling(ctx or StageContext(), self.name, None) as workdir:
             spool = SpanSpool(workdir)
             for r in records:
                 spool.append(r)
             spool.close()
-            targets = self._targets(spool.answer_paths, KeyIndex(spool.question_paths), spool.with_questions)
-            for docs in document_groups(spool.documents, spool.with_questions, targets):
-                yield from self._pair_group(spool.read(docs), targets, ctx)
+            targets, groups = self.groups(spool.keys)
+            for docs in groups:
+                yield from self.pair_group(spool.read(docs), targets, ctx)
 
-    def _pair_group(self, spans: Iterable[dict], targets: dict[str, list[str]],
-                    ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+    def groups(self, keys: SpanKeys) -> tuple[dict[str, list[str]], list[list[str]]]:
+        """(the documents each answer document answers, the document groups in output order),
+        from the spans' numbering paths alone. Each group is then paired alone (`pair_group`,
+        its spans in input order): the Ray executor pairs the groups on the cluster."""
+        targets = self._targets(keys.answer_paths, KeyIndex(keys.question_paths), keys.with_questions)
+        return targets, document_groups(keys.documents, keys.with_questions, targets)
+
+    def pair_group(self, spans: Iterable[dict], targets: dict[str, list[str]],
+                   ctx: StageContext) -> Iterator[Record | tuple[Record, Drop]]:
+        """One document group's items and drops, in output order. `spans`: the group's spans in
+        input order, as the spool gives them back (a JSON round trip)."""
         questions: list[dict] = []
         answers: list[dict] = []
         for r in spans:
@@ -264,29 +275,40 @@ class PairQA(Stage):
                 drops.append((a, Drop("llm_rejected_pair", f"{_where(a)}: {res.reason[:300]}")))
 
 
-class SpanSpool(RecordSpool):
-    """The run's spans on disk, in order; in memory per document only where its spans are (8
-    bytes each) and the numbering paths that place answer books."""
+class SpanKeys:
+    """What grouping needs of each span: its document, role and numbering path (~100 bytes)."""
 
-    def __init__(self, directory):
-        super().__init__(directory)
-        self.offsets: dict[str, array] = {}  # document -> its spans' offsets, in input order
+    def __init__(self) -> None:
+        self.documents: list[str] = []  # in order of first appearance
+        self._seen: set[str] = set()
         self.question_paths: list[tuple[str, list[str]]] = []
         self.answer_paths: dict[str, list[list[str]]] = defaultdict(list)
         self.with_questions: set[str] = set()
 
-    @property
-    def documents(self) -> list[str]:
-        return list(self.offsets)  # in order of first appearance
+    def add(self, doc: str, role: str, path: list[str]) -> None:
+        if doc not in self._seen:
+            self._seen.add(doc)
+            self.documents.append(doc)
+        if role == "question":
+            self.question_paths.append((doc, path))
+            self.with_questions.add(doc)
+        else:
+            self.answer_paths[doc].append(path)
+
+
+class SpanSpool(RecordSpool):
+    """The run's spans on disk, in order; in memory per document only where its spans are (8
+    bytes each) and the numbering paths that place answer books (`keys`)."""
+
+    def __init__(self, directory):
+        super().__init__(directory)
+        self.offsets: dict[str, array] = {}  # document -> its spans' offsets, in input order
+        self.keys = SpanKeys()
 
     def append(self, record: Record) -> None:
         doc = record["source"]["document"]
         self.offsets.setdefault(doc, array("q")).append(self.bytes)
-        if record["role"] == "question":
-            self.question_paths.append((doc, record["path"]))
-            self.with_questions.add(doc)
-        else:
-            self.answer_paths[doc].append(record["path"])
+        self.keys.add(doc, record["role"], record["path"])
         super().append(record)
 
     def read(self, documents: list[str]) -> Iterator[Record]:
