@@ -2,10 +2,12 @@
 
 - Exact: map (digest per record) -> groupby on the digest's partition (its top bits; within a
   group, equal digests by sorting) -> each digest's first index is kept, the rest drop naming it.
-- MinHash: map (signature, numbers key, rank per record; signatures and ranks written to a
-  scratch directory in the shared run dir, band keys returned) -> groupby on the band key's
+- MinHash: map (signature, numbers key, rank per record; signatures and ranks written to the
+  run's scratch, `ray_scratch`: its tmp dir, or for a run at a URL its tmp prefix in the store,
+  so no node needs a shared mount; band keys returned) -> groupby on the band key's
   partition (BandBuckets' split) -> candidate pairs of each partition verified on the cluster
-  (estimated Jaccard, equal numbers; signatures read from the scratch files) -> connected
+  (estimated Jaccard, equal numbers; the pairs' signature rows read from the scratch: mapped
+  locally, by coalesced byte ranges from a store) -> connected
   components on the driver over the verified edges only (memory: the edges and their endpoints,
   not the records) -> each dropped record's Jaccard to its representative and the
   representative's id, read from the scratch files by the driver (one row per dropped record).
@@ -16,13 +18,9 @@ Decisions, details and reports are the local stages' (tests/test_ray_cluster.py 
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +50,8 @@ from rlclimb.stages.dedup.minhash_store import bucket_pairs, partition_of
 
 from ..stage import StageContext, setup_stages
 from .ray_global import ClusterMap, Decisions, Slice, read_range
+from .ray_scratch import Rows, get, put
+from .ray_scratch import join as scratch_join
 
 EXACT_PARTITIONS = 64  # digest partitions: groups of the shuffle
 
@@ -157,18 +157,44 @@ _BANDS = pa.schema([("part", pa.int64()), ("key", pa.uint64()), ("idx", pa.int64
 _EDGES = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int64()), ("rank_b", pa.int64()), ("checked", pa.int64())])
 
 
-def _atomic_save(path: Path, write: Callable[[str], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    write(str(tmp))
-    os.replace(tmp, path)
+class MinHashScratch:
+    """Where the signature job keeps each slice's signatures, (rank, numbers key) and ids
+    (`ray_scratch`: the run dir's tmp, or its URL in the store: no shared mount needed)."""
+
+    def __init__(self, location: str, starts: list[int], num_perm: int):
+        self.location, self.starts = location, starts
+        self.sig = Rows(location, "sig", starts, np.uint32, num_perm)
+        self.meta = Rows(location, "meta", starts, np.int64, 2)
+
+    def ids_path(self, start: int) -> str:
+        return scratch_join(self.location, f"ids-{start:012d}.parquet")
+
+    def write(self, start: int, sigs: np.ndarray, meta: np.ndarray, ids: list[str]) -> None:
+        self.sig.write(start, sigs)
+        self.meta.write(start, meta)
+        buf = pa.BufferOutputStream()
+        pq.write_table(pa.table({"id": ids}), buf)
+        put(self.ids_path(start), buf.getvalue().to_pybytes())
+
+    def ids(self, index: np.ndarray) -> list[str]:
+        """Ids by global index (read once per slice file needed: the driver's representatives)."""
+        starts = np.asarray(self.starts, np.int64)
+        j = np.searchsorted(starts, index, side="right") - 1
+        out: list[str] = [""] * len(index)
+        for f in np.unique(j).tolist():
+            at = np.flatnonzero(j == f)
+            col = pq.read_table(pa.BufferReader(get(self.ids_path(self.starts[f]))))["id"]
+            for k, v in zip(at.tolist(), col.take(pa.array(index[at] - starts[f])).to_pylist(), strict=True):
+                out[k] = v
+        return out
 
 
 class MinHashSketcher:
-    """Per slice: signatures, numbers keys and ranks to the scratch dir; band keys returned."""
+    """Per slice: signatures, numbers keys and ranks to the scratch; band keys returned."""
 
-    def __init__(self, stage: MinHashDedup, scratch: str):
+    def __init__(self, stage: MinHashDedup, scratch: MinHashScratch):
         c = stage.config
-        self.stage, self.scratch = stage, Path(scratch)
+        self.stage, self.scratch = stage, scratch
         self.hasher = MinHasher(num_perm=c.num_perm, ngram=c.ngram, seed=c.seed, threshold=c.threshold)
 
     def __call__(self, batch: dict) -> pa.Table:
@@ -177,10 +203,7 @@ class MinHashSketcher:
         sk = self.stage.sketch(records, self.hasher)
         idx = s.start + np.arange(len(records))
         meta = np.stack([np.fromiter((rank_of(r, c) for r in records), np.int64, len(records)), sk["nums"]], axis=1)
-        ids = pa.table({"id": [str(r.get("id") or g) for r, g in zip(records, idx.tolist(), strict=True)]})
-        _atomic_save(self.scratch / f"sig-{s.start:012d}.npy", lambda p: np.save(open(p, "wb"), sk["sigs"]))
-        _atomic_save(self.scratch / f"meta-{s.start:012d}.npy", lambda p: np.save(open(p, "wb"), meta))
-        _atomic_save(self.scratch / f"ids-{s.start:012d}.parquet", lambda p: pq.write_table(ids, p))
+        self.scratch.write(s.start, sk["sigs"], meta, [str(r.get("id") or g) for r, g in zip(records, idx.tolist(), strict=True)])
         present = sk["present"]
         salt = sk["nums"][present] if c.numbers == "exact" else None
         keys = self.hasher.band_keys(sk["sigs"][present], salt)
@@ -188,38 +211,7 @@ class MinHashSketcher:
         return pa.table([partition_of(flat, c.partitions), flat, np.repeat(idx[present], keys.shape[1])], schema=_BANDS)
 
 
-class ScratchRows:
-    """Rows of the scratch files by global index (memory-mapped: pages are read as needed)."""
-
-    def __init__(self, scratch: str, starts: list[int]):
-        self.scratch, self.starts = Path(scratch), np.asarray(starts, np.int64)
-        self._open: dict[tuple[str, int], Any] = {}
-
-    def _file(self, kind: str, j: int):
-        key = (kind, j)
-        if key not in self._open:
-            name = f"{kind}-{int(self.starts[j]):012d}"
-            self._open[key] = (pq.read_table(self.scratch / f"{name}.parquet")["id"] if kind == "ids"
-                               else np.load(self.scratch / f"{name}.npy", mmap_mode="r"))
-        return self._open[key]
-
-    def take(self, kind: str, index: np.ndarray) -> np.ndarray:
-        j = np.searchsorted(self.starts, index, side="right") - 1
-        parts = []
-        for f in np.unique(j):
-            at = np.flatnonzero(j == f)
-            src = self._file(kind, int(f))
-            local = index[at] - self.starts[f]
-            parts.append((at, np.asarray(src.take(pa.array(local)).to_pylist(), object) if kind == "ids" else np.asarray(src[local])))
-        if not parts:
-            return np.zeros((0,), object if kind == "ids" else np.int64)
-        out = np.empty((len(index), *parts[0][1].shape[1:]), parts[0][1].dtype)
-        for at, rows in parts:
-            out[at] = rows
-        return out
-
-
-def _verify_group(group: pa.Table, threshold: float, scratch: str, starts: list[int]) -> pa.Table:
+def _verify_group(group: pa.Table, threshold: float, scratch: MinHashScratch) -> pa.Table:
     """One band partition: its candidate pairs, verified like the local stage's."""
     keys, idx = group["key"].to_numpy(), group["idx"].to_numpy()
     order = np.lexsort((idx, keys))  # the local stage's order: entries by key, then input index
@@ -227,26 +219,27 @@ def _verify_group(group: pa.Table, threshold: float, scratch: str, starts: list[
     codes = np.unique(left.astype(np.uint64) << np.uint64(32) | right.astype(np.uint64))
     a = (codes >> np.uint64(32)).astype(np.int64)
     b = (codes & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    rows = ScratchRows(scratch, starts)
     ok = np.zeros(len(a), bool)
     ma, mb = np.zeros((len(a), 2), np.int64), np.zeros((len(a), 2), np.int64)
     for lo in range(0, len(a), 8192):
-        sl = slice(lo, lo + 8192)
-        ma[sl], mb[sl] = rows.take("meta", a[sl]), rows.take("meta", b[sl])
-        same = estimated_jaccard(rows.take("sig", a[sl]), rows.take("sig", b[sl])) >= threshold
-        ok[sl] = (ma[sl, 1] == mb[sl, 1]) & same
+        sl, k = slice(lo, lo + 8192), len(a[lo : lo + 8192])
+        both = np.concatenate((a[sl], b[sl]))  # one read of the chunk's rows (from the store: by ranges)
+        meta, sigs = scratch.meta.take(both), scratch.sig.take(both)
+        ma[sl], mb[sl] = meta[:k], meta[k:]
+        ok[sl] = (ma[sl, 1] == mb[sl, 1]) & (estimated_jaccard(sigs[:k], sigs[k:]) >= threshold)
     checked = np.zeros(int(ok.sum()) + 1, np.int64)
     checked[-1] = len(codes)  # the last row counts the candidates (a = b = -1)
     return pa.table([np.append(a[ok], -1), np.append(b[ok], -1), np.append(ma[ok, 0], 0), np.append(mb[ok, 0], 0), checked],
                     schema=_EDGES)
 
 
-def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: StageContext, run: ClusterMap, scratch: Path) -> Decisions:
+def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: StageContext, run: ClusterMap, location: str) -> Decisions:
+    """`location`: the scratch directory (ray_scratch.scratch), a path or a URL."""
     c, t0 = stage.config, time.perf_counter()
-    starts = [s.start for s in slices]
-    bands = run(_slices_ds(run.ray_data, slices), MinHashSketcher, actor={"stage": stage, "scratch": str(scratch)})
+    scratch = MinHashScratch(location, [s.start for s in slices], c.num_perm)
+    bands = run(_slices_ds(run.ray_data, slices), MinHashSketcher, actor={"stage": stage, "scratch": scratch})
     edges = _collect(bands.groupby("part").map_groups(
-        _verify_group, batch_format="pyarrow", fn_kwargs={"threshold": c.threshold, "scratch": str(scratch), "starts": starts}), _EDGES)
+        _verify_group, batch_format="pyarrow", fn_kwargs={"threshold": c.threshold, "scratch": scratch}), _EDGES)
     t1 = time.perf_counter()
     real = edges.filter(pc.greater_equal(edges["a"], 0))
     candidates = int(pc.sum(edges["checked"]).as_py() or 0)
@@ -262,13 +255,14 @@ def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: Sta
     size = np.bincount(labels)[labels[drop]] if len(drop) else np.zeros(0, np.int64)
     t2 = time.perf_counter()
     # each dropped record's Jaccard to its representative, and the representative's id: read on
-    # the driver from the scratch files, a chunk at a time (a Ray job would cost more to start)
+    # the driver from the scratch, a chunk at a time (a Ray job would cost more to start)
     score, rep_id = np.ones(len(nodes)), {}
     by_rep = drop[np.argsort(nodes[rep[drop]], kind="stable")]  # a chunk's representatives: a few files
     for lo in range(0, len(by_rep), 8192):
-        d, rows = by_rep[lo : lo + 8192], ScratchRows(str(scratch), starts)
-        score[d] = estimated_jaccard(rows.take("sig", nodes[d]), rows.take("sig", nodes[rep[d]]))
-        rep_id.update(zip(d.tolist(), rows.take("ids", nodes[rep[d]]).tolist(), strict=True))
+        d = by_rep[lo : lo + 8192]
+        sigs = scratch.sig.take(np.concatenate((nodes[d], nodes[rep[d]])))
+        score[d] = estimated_jaccard(sigs[: len(d)], sigs[len(d) :])
+        rep_id.update(zip(d.tolist(), scratch.ids(nodes[rep[d]]), strict=True))
     details = [f"near-duplicate of {rep_id[int(i)]} (jaccard≈{score[i]:.3f}; cluster of {int(k)})" for i, k in zip(drop, size, strict=True)]
     dec = Decisions(stage.drop_reason, nodes[drop], details, respool=True)
     hasher = MinHasher(num_perm=c.num_perm, ngram=c.ngram, seed=c.seed, threshold=c.threshold)
@@ -276,7 +270,7 @@ def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: Sta
         "stage": stage.name, "version": stage.version, "matcher": "minhash", "config": c.model_dump(mode="json"),
         "lsh": {"bands": hasher.bands, "rows": hasher.rows, "num_perm": c.num_perm},
         "records": n, **cluster_summary(labels, rep), "candidate_pairs": candidates, "verified_pairs": len(codes),
-        "spill": {"engine": "ray: signatures in the run dir's scratch files, band keys shuffled", "nodes_in_edges": len(nodes)},
+        "spill": {"engine": "ray: signatures in the run dir's scratch (its tmp, or its URL in the store), band keys shuffled", "nodes_in_edges": len(nodes)},
         "time_s": {"sketch_and_pairs": round(t1 - t0, 3), "clusters": round(t2 - t1, 3), "total": round(time.perf_counter() - t0, 3)},
         "examples": _minhash_examples(c, slices, nodes, labels, rep, score),
     }

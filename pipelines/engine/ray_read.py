@@ -3,24 +3,33 @@
 The local executor's first shards are the reader's items in order, `shard_size` at a time
 across file boundaries. On Ray, each input file is read by a worker with the same reader (one
 file each: `JsonlReader` with that path alone, so ids, `file` names, licenses and `Rejected`
-lines are the local ones), which writes its items in chunks to a scratch directory in the run
-dir (shared storage) and returns only the count. From the counts the driver cuts the same
+lines are the local ones; a file at a URL is streamed from its store by the worker), which
+writes its items in chunks to the run's scratch (`ray_scratch`: the run dir's tmp, or its URL
+in the store: no shared mount needed) and returns only the count. From the counts the driver cuts the same
 shards as the local executor, each a list of pieces of those chunks (`ReadPieces`, a few bytes),
 and a shard's worker loads its pieces itself. So the items never pass through the driver; a
 file is the unit of parallel reading (one large file is read by one worker).
+
+Parquet inputs need no read job: the local reader's shards are `size`-row batches of each file
+in turn (`iter_batches`, which crosses row groups), so the driver cuts them from the files'
+footers alone (`parquet_pieces`) and each shard's worker reads its rows itself (the row groups
+that hold them, from a path or a URL): the same batches, never through the driver.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from ..readers import JsonlReader
+import pyarrow as pa
+
+from ..readers import JsonlReader, ParquetReader
+from ..storage import RemoteFile, parquet_file
+from .ray_scratch import get, join, put
 
 
 @dataclass(frozen=True)
@@ -35,18 +44,50 @@ class ReadPieces:
     def load(self) -> list:
         out: list = []
         for path, offset, length in self.pieces:
-            with open(path, "rb") as f:
-                out.extend(pickle.load(f)[offset : offset + length])
+            out.extend(pickle.loads(get(path))[offset : offset + length])
         return out
 
 
+@dataclass(frozen=True)
+class ParquetPiece:
+    """One shard of a Parquet input: rows [offset, offset + length) of one file (path or URL)."""
+
+    path: str
+    offset: int
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    def load(self) -> pa.RecordBatch:
+        f = parquet_file(self.path)
+        meta, groups, first, row = f.metadata, [], None, 0
+        for g in range(meta.num_row_groups):
+            n = meta.row_group(g).num_rows
+            if row + n > self.offset and row < self.offset + self.length:
+                groups.append(g)
+                first = row if first is None else first
+            row += n
+        table = f.read_row_groups(groups).slice(self.offset - (first or 0), self.length)
+        return table.combine_chunks().to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist([], schema=f.schema_arrow)
+
+
+def parquet_pieces(reader, size: int) -> Iterator[ParquetPiece] | None:
+    """The local executor's shards of a plain Parquet reader, as pieces (None: another reader)."""
+    if type(reader) is not ParquetReader:
+        return None
+    return (ParquetPiece(str(p), offset, min(size, n - offset))
+            for p in reader.paths for n in [parquet_file(p).metadata.num_rows] for offset in range(0, n, size))
+
+
 def worker_readable(reader) -> bool:
-    """A plain JSONL reader over files every node sees at the same path (not URLs)."""
-    return type(reader) is JsonlReader and all(isinstance(p, Path) for p in reader.paths)
+    """A plain JSONL reader over local files (which every node must see at the same path, as
+    the run dir) or files at URLs (which every node reads from their store)."""
+    return type(reader) is JsonlReader and all(isinstance(p, Path | RemoteFile) for p in reader.paths)
 
 
 def _chunk(scratch: str, j: int, c: int) -> str:
-    return os.path.join(scratch, f"read-{j:05d}-{c:06d}.pkl")
+    return join(scratch, f"read-{j:05d}-{c:06d}.pkl")
 
 
 def read_file(batch: dict, *, reader: JsonlReader, scratch: str, size: int) -> dict:
@@ -57,19 +98,16 @@ def read_file(batch: dict, *, reader: JsonlReader, scratch: str, size: int) -> d
         one.paths = [reader.paths[j]]
         it, count, c = iter(one), 0, 0
         while chunk := list(islice(it, size)):
-            path = _chunk(scratch, j, c)
-            tmp = f"{path}.tmp-{os.getpid()}"
-            with open(tmp, "wb") as f:
-                pickle.dump(chunk, f, protocol=5)
-            os.replace(tmp, path)  # a retried task rewrites it whole
+            put(_chunk(scratch, j, c), pickle.dumps(chunk, protocol=5))  # a retried task rewrites it whole
             count, c = count + len(chunk), c + 1
         out["j"].append(j)
         out["count"].append(count)
     return out
 
 
-def cluster_shards(ray_data, reader: JsonlReader, scratch: Path, size: int, cpus: float) -> tuple[int, Iterator[ReadPieces]]:
-    """Read every file on the cluster; (item count, the local executor's shards as pieces)."""
+def cluster_shards(ray_data, reader: JsonlReader, scratch: str, size: int, cpus: float) -> tuple[int, Iterator[ReadPieces]]:
+    """Read every file on the cluster into `scratch` (a path or URL); (item count, the local
+    executor's shards as pieces)."""
     files = [{"j": j} for j in range(len(reader.paths))]
     ds = ray_data.from_items(files, override_num_blocks=len(files)).map_batches(
         read_file, batch_size=1, num_cpus=cpus,  # retried when its worker dies (Ray Data's default)
