@@ -20,8 +20,11 @@ from ..storage import unpush
 
 
 def clean_tmp(run: RunDir) -> int:
-    """Remove `<run>/tmp/` (call with the run's lock held). Returns the bytes freed."""
+    """Remove `<run>/tmp/` (call with the run's lock held). Returns the bytes freed (locally).
+    A run at a URL: its `tmp/` in the store too (the Ray executor's scratch, never mirrored)."""
     tmp = run.path / "tmp"
+    if run.url:
+        unpush(tmp)
     if not tmp.is_dir():
         return 0
     freed = _size(tmp)

@@ -8,8 +8,9 @@ Design
   loop, and every LLM client asks one named limiter actor for its endpoint slots (`limiter.py`),
   so an endpoint's `concurrency` holds for the whole cluster.
 - Records do not travel back through the driver: each worker reads its shard (a slice of the
-  previous segment's committed Parquet parts, read from the shared run directory, or the
-  reader's items put in the object store by the driver for the first segment), runs the
+  previous segment's committed Parquet parts, read from the shared run directory or the
+  store; for the first segment, its rows of a Parquet input or its pieces of a JSONL input
+  read on the cluster, or another reader's items put in the object store by the driver), runs the
   segment's stages with the same `ShardRunner` as the local executor and commits the shard with
   the same protocol (data, ledger, then the done marker). The driver only checks that each
   reported commit is visible to it (`ray_cluster.check_commit`): shards, commits and so results
@@ -23,8 +24,9 @@ Design
   file per shard next to its parts (`cache-NNNNN.jsonl`, flushed per record). Only the worker
   computing a shard writes it, so there is no locking; a resumed shard reads it back.
 - Stage resources (`Stage.resources`: num_cpus, num_gpus, memory) size the actors.
-- JSONL inputs are read on the cluster (`ray_read.py`): the first segment's items never pass
-  through the driver either.
+- JSONL inputs (local or at URLs) are read on the cluster (`ray_read.py`): the first segment's
+  items never pass through the driver either. Cluster jobs keep their scratch in the run dir's
+  tmp, or for a run at a URL in the store (`ray_scratch.py`): no node needs a shared mount.
 - Exact dedup, MinHash dedup and decontam are decided on the cluster and their output committed
   by workers (`ray_global.py`, `ray_dedup.py`); other global stages run on the driver over the
   committed parts, with their per-record sketches (`Stage.sketch`), if any, on the cluster.
@@ -50,7 +52,6 @@ import pyarrow.parquet as pq
 from rlclimb.schemas.io import to_rows
 
 from ..rundir import RunDir
-from ..spill import spilling
 from ..stage import Stage, StageContext, setup_stages
 from ..storage import local_dir, read_parquet, url_of
 from .commit import commit_shard, read_parts
@@ -59,7 +60,8 @@ from .plan import Pipeline, RunOptions, Segment
 from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
 from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
 from .ray_global import ClusterMap, commit_decisions, input_slices
-from .ray_read import ReadPieces, cluster_shards, worker_readable
+from .ray_read import ParquetPiece, ReadPieces, cluster_shards, parquet_pieces, worker_readable
+from .ray_scratch import scratch
 from .shard import ShardRunner
 from .sketch import SketchFeed
 
@@ -136,7 +138,7 @@ class ShardWorker:
     @staticmethod
     def _items(blob: bytes) -> list | pa.RecordBatch:
         spec = pickle.loads(blob)
-        if isinstance(spec, ReadPieces):  # the first segment's items, read on the cluster
+        if isinstance(spec, ReadPieces | ParquetPiece):  # the first segment's items, read on the cluster
             return spec.load()
         if not isinstance(spec, tuple):  # the reader's items
             return spec
@@ -254,8 +256,8 @@ class RayExecutor(LocalExecutor):
         run = ClusterMap(ray.data, res, min(actors, len(slices)))
         kind = planner(stage)
         if kind == "minhash":
-            with spilling(self.ctx, stage.name, None) as scratch:  # <run>/tmp: shared by every node
-                decisions = minhash_decisions(stage, slices, n, self.ctx, run, scratch)
+            with scratch(self.ctx, stage.name) as location:  # <run>/tmp, or its URL in the store
+                decisions = minhash_decisions(stage, slices, n, self.ctx, run, location)
         elif kind == "exact":
             decisions = exact_decisions(stage, slices, n, self.ctx, run)
         else:
@@ -263,11 +265,11 @@ class RayExecutor(LocalExecutor):
         commit_decisions(run, seg, seg_dir, slices, n, decisions, self.pipeline.shard_size, t0, progress, task)
 
     def _run_rows(self, seg: Segment, seg_dir: Path, progress) -> None:
-        if seg.first and worker_readable(self.pipeline.reader) and not getattr(self.run, "url", None):
+        if seg.first and worker_readable(self.pipeline.reader):
             import ray
 
-            with spilling(self.ctx, "read", None) as scratch:  # <run>/tmp: shared by every node
-                total, shards = cluster_shards(ray.data, self.pipeline.reader, scratch, self.pipeline.shard_size, 1.0)
+            with scratch(self.ctx, "read") as location:  # <run>/tmp, or its URL in the store
+                total, shards = cluster_shards(ray.data, self.pipeline.reader, location, self.pipeline.shard_size, 1.0)
                 return self._run_shards(seg, seg_dir, progress, total, shards)
         return self._run_shards(seg, seg_dir, progress, self._total(seg), None)
 
@@ -280,8 +282,8 @@ class RayExecutor(LocalExecutor):
         refs, todo = [], 0  # one Arrow table per shard in the object store (spilled to disk past its size)
         if read is not None:
             shards = enumerate(read)
-        elif seg.first:
-            shards = enumerate(self.pipeline.reader.shards(size))
+        elif seg.first:  # a Parquet input's rows are read by the workers, others by the driver
+            shards = enumerate(parquet_pieces(self.pipeline.reader, size) or self.pipeline.reader.shards(size))
         else:
             prev = self.run.segment_dir(self.segments[seg.index - 1].dirname)
             shards = enumerate(part_slices(read_parts(prev), size))
