@@ -1,6 +1,6 @@
 """Are curated textbook items worth training on? Measured on hand labels of real-book items.
 
-    python benchmarks/curate_textbook.py [--runs runs/curate16-] [--split dev|heldout|all] [--json OUT]
+    python benchmarks/curate_textbook.py [--runs runs/curate16-] [--split dev|heldout|all] [--labels DIR] [--json OUT]
 
 Labels (tests/data/textbook_item_labels/<book>.jsonl) were written by hand from a random sample of
 the UNCURATED `textbook-pdf` output (answered items, split into parts as curation splits them), so
@@ -17,7 +17,10 @@ the domain accuracy of the kept items' topics. Splits: `dev` (tuned on); `heldou
 the first labelling round and looked at since (so in-sample now); `heldout2`, half of the second
 round's labels (ostp, thompson, lebl), kept aside until the end of that round's tuning;
 `curated_sample` (45 items) was sampled afterwards from the final curated output (its precision
-only: yield and recall need the uncurated sample).
+only: yield and recall need the uncurated sample). `heldout3` (`--split heldout3 --labels
+tests/data/textbook_item_labels_heldout3`): 20 items per book drawn blind (seed 2027) from the
+uncurated output of commit 8a26bf6, none matching an earlier label, in their own directory so that
+no tuning round reads them.
 """
 
 from __future__ import annotations
@@ -148,8 +151,8 @@ def summarize(rows: list[tuple[dict, dict]]) -> dict:
     return report
 
 
-def evaluate(runs_prefix: str, split: str, books: list[str] | None = None) -> dict:
-    per_book = _by_book(load_labels(split))
+def evaluate(runs_prefix: str, split: str, books: list[str] | None = None, labels: Path = LABELS) -> dict:
+    per_book = _by_book(load_labels(split, labels))
     report, pooled = {}, []
     for book, labs in sorted(per_book.items()):
         if books and book not in books:
@@ -166,7 +169,8 @@ def evaluate(runs_prefix: str, split: str, books: list[str] | None = None) -> di
     return report
 
 
-def taxonomy_accuracy(runs_prefix: str, split: str, prior: float, books: list[str] | None = None) -> dict:
+def taxonomy_accuracy(runs_prefix: str, split: str, prior: float, books: list[str] | None = None,
+                      labels: Path = LABELS) -> dict:
     """Domain / topic accuracy of the taxonomy stage on every labeled item (kept or not), classified
     with the other answered items of its uncurated run as the stage sees a shard: the document prior
     (`prior`, 0 = off) included."""
@@ -182,7 +186,7 @@ def taxonomy_accuracy(runs_prefix: str, split: str, prior: float, books: list[st
     stage.setup(StageContext())
     out: dict = {}
     pairs_all = []
-    for book, labs in sorted(_by_book(load_labels(split)).items()):
+    for book, labs in sorted(_by_book(load_labels(split, labels)).items()):
         if books and book not in books:
             continue
         run = Path(f"{runs_prefix}raw-{BOOK_FILES[book]}")
@@ -227,15 +231,16 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 | all, or several joined by commas")
+    ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--taxonomy", action="store_true", help="also: the taxonomy stage on every labeled item, prior off and on")
     args = ap.parse_args()
-    report = evaluate(args.runs, args.split, args.book)
+    report = evaluate(args.runs, args.split, args.book, args.labels)
     if args.taxonomy:
-        report["taxonomy (no document prior)"] = taxonomy_accuracy(args.runs, args.split, 0.0, args.book)
-        report["taxonomy (document prior)"] = taxonomy_accuracy(args.runs, args.split, 1.0, args.book)
+        report["taxonomy (no document prior)"] = taxonomy_accuracy(args.runs, args.split, 0.0, args.book, args.labels)
+        report["taxonomy (document prior)"] = taxonomy_accuracy(args.runs, args.split, 1.0, args.book, args.labels)
     print(f"split: {args.split}  runs: {args.runs}cur-*")
     for book, r in report.items():
         print(f"\n[{book}]")
