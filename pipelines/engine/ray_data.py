@@ -28,8 +28,9 @@ Design
   items never pass through the driver either. Cluster jobs keep their scratch in the run dir's
   tmp, or for a run at a URL in the store (`ray_scratch.py`): no node needs a shared mount.
 - Exact dedup, MinHash dedup and decontam are decided on the cluster and their output committed
-  by workers (`ray_global.py`, `ray_dedup.py`); other global stages run on the driver over the
-  committed parts, with their per-record sketches (`Stage.sketch`), if any, on the cluster.
+  by workers (`ray_global.py`, `ray_dedup.py`); `pair` pairs each document group in a task
+  (`ray_pair.py`); other global stages run on the driver over the committed parts, with their
+  per-record sketches (`Stage.sketch`), if any, on the cluster.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from .plan import Pipeline, RunOptions, Segment
 from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, connect
 from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
 from .ray_global import ClusterMap, commit_decisions, input_slices
+from .ray_pair import pairs_on_cluster, run_pair
 from .ray_read import ParquetPiece, ReadPieces, cluster_shards, parquet_pieces, worker_readable
 from .ray_scratch import scratch
 from .shard import ShardRunner
@@ -218,6 +220,8 @@ class RayExecutor(LocalExecutor):
             return super()._run_global(seg, seg_dir, progress)
         if planner(stage) is not None:
             return self._run_distributed(seg, seg_dir, progress)
+        if pairs_on_cluster(stage, self.run.url):
+            return self._run_pair(seg, seg_dir, progress)
         if not hasattr(stage, "sketch"):
             return super()._run_global(seg, seg_dir, progress)
         import ray
@@ -240,6 +244,14 @@ class RayExecutor(LocalExecutor):
             super()._run_global(seg, seg_dir, progress)
         finally:
             self.ctx.extras.pop("sketches", None)
+
+    def _run_pair(self, seg: Segment, seg_dir: Path, progress) -> None:
+        """Pairing per document group on the cluster (ray_pair.py)."""
+        stage = seg.stages[0]
+        ctx = StageContext(run_dir=self.run.path, seed=self.options.seed, segment_dir=seg_dir)
+        run_pair(stage, seg, seg_dir, self.run.segment_dir(self.segments[seg.index - 1].dirname),
+                 shard_size=self.pipeline.shard_size, ctx=ctx, resources=segment_resources([stage]),
+                 llm=self.options.llm, llm_cache=self.run.llm_cache if self.run.url else None, progress=progress)
 
     def _run_distributed(self, seg: Segment, seg_dir: Path, progress) -> None:
         import ray
