@@ -35,6 +35,7 @@ from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
 from rlclimb.pipelines.stage import Keep, Record, Stage, StageContext
 from rlclimb.stages.dedup.exact import ExactDedup
 from rlclimb.stages.dedup.minhash import MinHashDedup
+from rlclimb.stages.documents.pair_qa import PairQA
 from rlclimb.stages.qa.importer import ImportQA
 
 pytestmark = pytest.mark.slow
@@ -305,6 +306,64 @@ def test_textbook_pdf_matches_local(cluster, tmp_path):
     local, ray_ = both(tmp_path, lambda: PIPELINES["textbook-pdf"]([str(book.path)], {}, 2))
     assert ray_ == local
     assert len(local[0]) >= 8
+
+
+class SlowPair(PairQA):
+    """PairQA taking a while per document group, so that a worker can be killed mid-pairing."""
+
+    def pair_group(self, spans, targets, ctx):
+        time.sleep(2.0)
+        return super().pair_group(spans, targets, ctx)
+
+
+def with_slow_pair(pipeline: Pipeline) -> Pipeline:
+    i = next(k for k, s in enumerate(pipeline.stages) if s.name == "pair")
+    slow = SlowPair(**pipeline.stages[i].config.model_dump())
+    slow.documents = pipeline.stages[i].documents
+    pipeline.stages[i] = slow
+    return pipeline
+
+
+def test_pair_with_a_separate_answer_book_and_a_killed_pairing_worker_matches_local(cluster, tmp_path):
+    """Two books and one's separate answer book, pair per document group on the two nodes
+    (unanswered questions ledgered: drops between rows; parts of two items, cut across groups);
+    a SIGKILLed pairing worker is retried by Ray: the local executor's parts, data, ledger and funnel."""
+    from test_ray_pair import books, pair_parts
+
+    inputs = books(tmp_path)
+    make = lambda: with_slow_pair(PIPELINES["textbook-pdf"](inputs, {"pair": {"unanswered": "ledger"}}, 2))  # noqa: E731
+    local = run_pipeline(make(), tmp_path / "local", RunOptions(progress=False))
+    killed: dict[str, int] = {}
+    done = threading.Event()
+
+    def kill_pairing() -> None:  # the process title names the task a Ray worker runs
+        while not done.is_set() and not killed:
+            for pid in _ours(str(cluster.root)):
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"pair_group" in title:
+                    time.sleep(0.5)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                        killed["pair_group"] = pid
+                    except ProcessLookupError:
+                        pass
+                    break
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_pairing, daemon=True)
+    killer.start()
+    try:
+        ray_ = run_pipeline(make(), tmp_path / "ray", RunOptions(engine="ray", progress=False))
+    finally:
+        done.set()
+        killer.join(timeout=5)
+    assert killed, "the test never saw a pairing worker to kill"
+    assert outputs(ray_.run_dir) == outputs(local.run_dir)
+    assert pair_parts(ray_.run_dir) == pair_parts(local.run_dir) and len(pair_parts(local.run_dir)) > 5
+    assert any(r["reason"] == "unanswered" for r in outputs(local.run_dir)[1])
 
 
 # ---- faults -------------------------------------------------------------------------------------
