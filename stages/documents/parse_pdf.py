@@ -26,6 +26,8 @@ from pydantic import Field
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
+from .parse_delimited import rebuild_delimited
+from .parse_extension import with_extension
 from .parse_glyphs import font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_math import PageExtraction, glyph_pattern, rebuild_lines, wants_spans
@@ -140,6 +142,7 @@ class ParsePdf(Stage):
             glyphs, pattern = self._glyphs(path)
             extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
             rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
+            rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                 rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
             lines, raw = page_lines(blocks, rect.width)
@@ -207,8 +210,11 @@ class ParsePdf(Stage):
         """The document's glyph-name tables (`parse_glyphs`) and what triggers them, read once per process."""
         got = _GLYPHS.get(path)
         if got is None:
-            table = font_tables(cached_pdf(path))
-            got = _GLYPHS[path] = (table, glyph_pattern(table))
+            doc = cached_pdf(path)
+            table = font_tables(doc)
+            # extension glyphs ("X" for a sum) are renamed where a pass reads their font, but do
+            # not send lines to the span pass: "X" is mostly a letter
+            got = _GLYPHS[path] = (with_extension(table, doc), glyph_pattern(table))
         return got
 
     def _repairs(self, path: str) -> Repairs:

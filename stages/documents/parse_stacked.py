@@ -63,6 +63,7 @@ class Glyph:
     atom: bool = False
     y0: float = 0.0  # MuPDF's box (for the rewritten line's box)
     y1: float = 0.0
+    synthetic: bool = False  # a space MuPDF added at a gap (it takes a neighbour's font)
     blank: bool = field(init=False, default=False)
 
     @property
@@ -272,7 +273,8 @@ def _glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
                     bx0, by0, bx1, by1 = c["bbox"]
                     oy = c["origin"][1]
                     out.append(Glyph(fmap.get(c["c"], c["c"]), bx0, bx1, oy, size, font, li,
-                                     top=oy - _TOP * size, bottom=oy, y0=by0, y1=by1))
+                                     top=oy - _TOP * size, bottom=oy, y0=by0, y1=by1,
+                                     synthetic=c.get("synthetic", False)))
     return lines, out
 
 
@@ -428,6 +430,10 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     index = [g for g in chars if g is not sign and not g.blank and g.size < 0.8 * em and g not in radicand
              and sign.x0 - 0.3 * em <= g.mid <= sign.x0 + 0.6 * (sign.x1 - sign.x0)
              and rule.y - 0.3 * em < g.oy < max(sign.oy + 1.0 * em, row)]
+    # TeX kerns an index into the sign: its right edge ends ~0.55 em right of the sign's left
+    # edge, whatever its width; an exponent of the glyph before the sign ("2^n√5") ends at it
+    if index and not 0.25 * em <= max(g.x1 for g in index) - sign.x0 <= sign.x1 - sign.x0 + 0.1 * em:
+        index = []
     inner = _text(radicand)
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
     members = [sign, *radicand, *index]

@@ -1,0 +1,260 @@
+"""Binomials and big operators with their limits, from glyph positions: `\\binom{n}{k}`, `\\sum_{k=1}^{n}`.
+
+A text layer reads `\\binom{n}{0}^2` as the rows "n", "0" and a stray "!2", and `\\sum_{k=1}^{n}`
+as "X", "n" and "k=1" on three lines; a textstyle binomial's two small stacked rows even read
+as a small fraction. The glyphs of a math extension font say which are delimiters and operators
+(`parse_extension`: their glyph names); the rest is geometry, with cues that do not depend on
+one book:
+- a binomial is a left and a right parenthesis of one size, with exactly two rows between them
+  and nothing else: stacked (their centres aligned), each one run of glyphs with no table gap,
+  no rule between them (that is a fraction in parentheses, `parse_stacked`'s), spaced as TeX
+  spaces a binomial's rows and not as it spaces a two-row column vector's: TeX puts the rows of
+  a display binomial ~1.36 of their size apart (its fonts' num1 + denom1 parameters), of a
+  textstyle one (rows at script size) ~1.1, and a matrix's rows a line apart (1.2-1.33 in the
+  books measured). Anything else stays as it is;
+- a big operator's limits are small rows centred on it right above its top (the glyph's origin:
+  extension glyphs hang from it) and right under the row it sits in; an integral's are small
+  glyphs just right of it, raised (upper) or lowered (lower).
+Each result is one piece in the line of the glyph it follows (`parse_stacked`'s pool, which
+also rewrites the lines it took glyphs from). Only pages that use an extension font pay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .parse_extension import DELIMITERS, OPERATORS
+from .parse_math import GlyphMap, line_text
+from .parse_stacked import Glyph, Rule, _extension, _glyphs, _Pool, _rewrite, page_rules
+
+_DISPLAY_GAP = (1.33, 1.42)  # a display binomial's row distance, in units of its rows' size
+_TEXT_GAP = (0.98, 1.2)  # a textstyle binomial's (rows at script size: smaller than the parentheses)
+_SCRIPT = 0.85  # a row this much smaller than its parentheses is at script size
+
+
+def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) -> int:
+    """Rewrite, in place, the lines of `blocks` that hold math extension glyphs: binomials and
+    operators with limits rebuilt, the other whole glyphs (big delimiters) as their symbols.
+    Returns how many pieces were rebuilt. `textpage`: a MuPDF text page or a
+    `parse_math.PageExtraction` of it."""
+    ext = {font for font in (*(glyphs or ()), *DELIMITERS) if _extension(font)}
+    if not ext or not ext & {f[3].split("+", 1)[-1] for f in page.get_fonts()}:
+        return 0
+    raw = textpage.extractRAWDICT()["blocks"]
+    seeds = []  # where the extension glyphs are: the lines near them are read glyph by glyph
+    for b in raw:
+        for ln in b.get("lines", ()):
+            for s in ln["spans"]:
+                if s["font"] in ext and any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
+                                            or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
+                    x0, y0, x1, y1 = s["bbox"]
+                    seeds.append(Rule(x0, x1, (y0 + y1) / 2))
+    if not seeds:
+        return 0
+    lines, chars = _glyphs(blocks, raw, glyphs, seeds)
+    if not chars:
+        return 0
+    raw_text = _delimiters(chars, ext)
+    pool = _Pool(chars)
+    marks = [g for g in chars if g.font in ext and g.text in OPERATORS | {"("}]
+    touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS}
+    sources: dict[int, set[int]] = {}
+    rules: list[Rule] | None = None
+    for mark in sorted(marks, key=lambda g: g.x0):
+        near = pool.near(mark.oy)
+        if mark.text == "(":
+            found = _binomial(mark, near)
+            if found is not None:
+                rules = page_rules(page) if rules is None else rules
+                if _ruled(found[1], rules):
+                    found = None  # a fraction in parentheses
+        else:
+            found = _limits(mark, near)
+        if found is not None:
+            atom, members = found
+            pool.take(atom, members)
+            sources[id(atom)] = {g.line for g in members}
+            touched |= sources[id(atom)] | {atom.line}
+    for atom in sorted(pool.atoms, key=lambda a: a.x0):
+        if id(atom) not in pool.gone:
+            touched |= pool.absorb(atom, sources[id(atom)])
+    for g, text in raw_text.items():  # delimiters no binomial took stay as the text layer has them
+        if id(g) not in pool.gone:
+            g.text, g.blank = text, not text.strip()
+    by_line = pool.of_lines(touched)
+    for li in touched:
+        _rewrite(lines[li], by_line[li])
+    return len(pool.atoms)
+
+
+def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, str]:
+    """Extension glyphs that are whole delimiters get their symbol (for `_binomial`); returns
+    their text-layer text. Code 32 (`parenleftBigg`) reads as a space, as the spaces MuPDF adds
+    at gaps read (in a neighbour's font): those are flagged synthetic."""
+    raw: dict[Glyph, str] = {}
+    for g in chars:
+        symbol = DELIMITERS.get(g.font, {}).get(g.text) if g.font in ext and not g.synthetic else None
+        if symbol is None:
+            continue
+        raw[g] = g.text
+        g.text, g.blank = symbol, False
+    return raw
+
+
+def _rows(glyphs: list[Glyph], em: float) -> list[list[Glyph]]:
+    """Glyphs grouped by the baseline of their full-size glyphs; a script joins the row whose
+    baseline it is nearest to (few glyphs: a linear pass is enough)."""
+    full = sorted((g for g in glyphs if g.size >= 0.9 * em), key=lambda g: g.oy)
+    bases: list[float] = []
+    for g in full:
+        if not bases or g.oy - bases[-1] > 0.15 * em:
+            bases.append(g.oy)
+    rows: list[list[Glyph]] = [[] for _ in bases]
+    for g in glyphs:
+        if bases:
+            rows[min(range(len(bases)), key=lambda k: abs(bases[k] - g.oy))].append(g)
+    return rows
+
+
+def _text(members: list[Glyph]) -> str:
+    """A row's text, its scripts written as `parse_math` writes them."""
+    from .parse_stacked import _spans
+
+    spans = _spans(sorted(members, key=lambda g: g.x0))
+    size = max(g.size for g in members)
+    return " ".join(line_text(spans, size=size).split())
+
+
+def _binomial(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+    size = left.size
+    rights = [g for g in near if g.text == ")" and g.font == left.font and abs(g.oy - left.oy) < 0.05 * size
+              and abs(g.size - size) < 0.05 * size and g.x0 > left.x1]
+    if not rights:
+        return None
+    right = min(rights, key=lambda g: g.x0)
+    if any(g.text == "(" and g.font == left.font and left.x1 <= g.x0 < right.x0 for g in near):
+        return None  # another big parenthesis opens inside: not one stack
+    # between the two, from the parentheses' top (their origin) down to three of their sizes
+    inside = [g for g in near if not g.blank and g is not left and g is not right
+              and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
+              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size]
+    # a line of text passing above or below the parentheses runs on outside them
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
+               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and abs(g.size - size) < 0.3 * size}
+    inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
+    if len(inside) < 2 or any(g.atom or _extension(g.font) for g in inside):
+        return None
+    em = max(g.size for g in inside)
+    rows = _rows(inside, em)
+    if len(rows) != 2 or not all(rows):
+        return None
+    top, bottom = rows
+    gap = (min(g.oy for g in bottom if g.size >= 0.9 * em) - max(g.oy for g in top if g.size >= 0.9 * em)) / em
+    lo, hi = _TEXT_GAP if em < _SCRIPT * size else _DISPLAY_GAP
+    if not lo <= gap <= hi:
+        return None  # spaced as matrix rows (or not stacked at all)
+    spans = []
+    for row in rows:
+        ordered = sorted(row, key=lambda g: g.x0)
+        if any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
+            return None  # a gap between cells: a matrix row
+        spans.append((ordered[0].x0, ordered[-1].x1))
+    (a0, a1), (b0, b1) = spans
+    if abs((a0 + a1) - (b0 + b1)) / 2 > 0.2 * max(a1 - a0, b1 - b0) + 0.15 * em:
+        return None  # not centred on each other
+    for row in rows:  # the spaces between a row's glyphs are its own
+        a, b, base = min(g.x0 for g in row), max(g.x1 for g in row), max(g.oy for g in row if g.size >= 0.9 * em)
+        row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
+    members = [left, *top, *bottom, right]
+    text = f"\\binom{{{_text(top)}}}{{{_text(bottom)}}}"
+    host = _host(near, {id(g) for g in members}, left, right.x1, max(g.oy for g in top), max(g.oy for g in bottom))
+    line = host.line if host is not None else left.line
+    oy = host.oy if host is not None else max(g.oy for g in top)
+    return _piece(text, members, line, oy, host.size if host is not None else size, left.x0, right.x1), members
+
+
+def _ruled(members: list[Glyph], rules: list[Rule]) -> bool:
+    """A rule runs between the parentheses, under the top row: a fraction bar."""
+    x0, x1 = min(g.x1 for g in members), max(g.x0 for g in members)
+    y0, y1 = min(g.oy for g in members), max(g.oy for g in members)
+    return any(r.x0 < x1 and r.x1 > x0 and y0 - 2 < r.y < y1 for r in rules)
+
+
+def _host(near: list[Glyph], taken: set[int], mark: Glyph, x1: float, lo: float, hi: float) -> Glyph | None:
+    """The full-size glyph nearest a piece spanning mark.x0..x1 on the row it sits in, its
+    baseline between `lo` and `hi`: its line hosts the piece, its baseline is the row's.
+    Extension glyphs hang from their origin, so the row's baseline is below it."""
+    size = mark.size
+    row = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not _extension(g.font)
+           and g.size >= 0.8 * size and lo < g.oy < hi
+           and (mark.x0 - 3 * size <= g.x1 <= mark.x0 + 0.2 * size or x1 - 0.2 * size <= g.x0 <= x1 + 3 * size)]
+    return min(row, key=lambda g: min(abs(g.x1 - mark.x0), abs(g.x0 - x1)), default=None)
+
+
+def _limits(op: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+    """An operator with its limits: small rows centred over and under it, or (an integral's)
+    small glyphs right after it, raised and lowered; with none, the sign alone, placed in the
+    row it sits in (MuPDF gives the hanging glyph a line of its own)."""
+    size = op.size
+    host = _host(near, {id(op)}, op, op.x1, op.oy, op.oy + 1.6 * size)
+    if host is None:
+        return None  # no row to place it in: the symbol alone (the glyph map) is safer
+    base, em = host.oy, host.size
+    small = [g for g in near if g is not op and not g.blank and not g.atom and not _extension(g.font)
+             and g.size < 0.9 * em]
+    width = op.x1 - op.x0
+    full = [g for g in near if not (g.blank or g.atom or _extension(g.font)) and g.size >= 0.9 * em]
+    integral = op.text in "∫∮"  # TeX sets an integral's limits after it, others' over and under
+    upper = [] if integral else _centred([g for g in small if op.oy - 1.0 * em < g.oy < op.oy + 0.25 * em],
+                                         op, width, em, full)
+    lower = [] if integral else _centred([g for g in small if base + 0.2 * em < g.oy - 0.7 * g.size
+                                          and g.oy < base + 1.7 * em], op, width, em, full)
+    if not (upper or lower):  # an integral's limits, or a textstyle operator's: scripts after it
+        kern = 0.6 if integral else 0.1  # an integral's lower limit tucks under its slant
+        after = sorted((g for g in small if op.x1 - kern * em <= g.x0 <= op.x1 + 3 * em), key=lambda g: g.x0)
+        upper = _run([g for g in after if base - 1.8 * em < g.oy < base - 0.3 * em], op.x1, em)
+        lower = _run([g for g in after if base + 0.05 * em < g.oy < base + 1.4 * em], op.x1, em)
+    text = op.text + (f"_{{{_text(lower)}}}" if lower else "") + (f"^{{{_text(upper)}}}" if upper else "")
+    members = [op, *upper, *lower]
+    right = max(g.x1 for g in members)
+    return _piece(text, members, host.line, base, em, min(g.x0 for g in members), right), members
+
+
+def _centred(glyphs: list[Glyph], op: Glyph, width: float, em: float, full: list[Glyph]) -> list[Glyph]:
+    """The one row of `glyphs` centred on the operator (no wider than a few of it) and alone on
+    its baseline (a subscript of the line above or below has its line's text beside it), or []."""
+    if not glyphs:
+        return []
+    mid = op.mid
+    runs: list[list[Glyph]] = []  # runs split at gaps: the limits of the operators beside it are others
+    for g in sorted(glyphs, key=lambda g: g.x0):
+        if runs and g.x0 - runs[-1][-1].x1 <= 0.5 * em:
+            runs[-1].append(g)
+        else:
+            runs.append([g])
+    row = next((r for r in runs if r[0].x0 <= mid <= r[-1].x1), [])
+    if not row or max(g.oy for g in row) - min(g.oy for g in row) > 0.5 * em:
+        return []
+    lo, hi = min(g.oy for g in row), max(g.oy for g in row)
+    if any(lo - 0.4 * em < g.oy < hi + 0.4 * em and row[0].x0 - 2 * em < g.mid < row[-1].x1 + 2 * em for g in full):
+        return []
+    a, b = row[0].x0, row[-1].x1
+    return row if abs((a + b) / 2 - mid) < 0.25 * max(b - a, width) + 0.1 * em else []
+
+
+def _run(glyphs: list[Glyph], start: float, em: float) -> list[Glyph]:
+    """The glyphs that follow `start` with no gap wider than a thin space, in order."""
+    out: list[Glyph] = []
+    end = start
+    for g in glyphs:
+        if g.x0 - end > 0.3 * em:
+            break
+        out.append(g)
+        end = g.x1
+    return out
+
+
+def _piece(text: str, members: list[Glyph], line: int, oy: float, size: float, x0: float, x1: float) -> Glyph:
+    ink = [g for g in members if not g.blank]
+    return Glyph(text, x0, x1, oy, size, "", line, top=min(g.top for g in ink), bottom=oy, atom=True,
+                 y0=min(g.y0 for g in ink), y1=max(g.y1 for g in ink))

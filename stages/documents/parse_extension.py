@@ -1,0 +1,100 @@
+"""What a math extension font's glyphs are, from their glyph names: big delimiters and operators.
+
+TeX sets a delimiter taller than the text ( `\\big(`, `\\binom`'s parentheses, a matrix's
+brackets) and a display operator (∑, ∏, ∫, ⋃) with glyphs of its math extension font (cmex and
+its clones: txex, pxex, lmex...). Their glyph names say what they are (`parenleftBig`,
+`summationdisplay`, `radicalbig`), but the Adobe Glyph List knows none of them, so the text
+layer carries the glyph's raw code: "X" for a display sum, "Z" for an integral, "!" for a big
+right parenthesis, a space or a control character for a left one (`\\binom{n}{0}^2` reads
+"n 0 !2").
+
+The names come from the font itself (a Type 1 program's built-in encoding, the font dict's
+/Differences, a CFF font's encoding), so no font or book is named here. Only glyphs that are
+whole are mapped: a size variant of a delimiter, an operator, a radical sign; the pieces a
+taller delimiter is stacked from (`parenlefttp`, `braceex`) stay as they are (a matrix's
+brackets; `parse_matrix` reads its rows). A font with a ToUnicode map is left alone: its text
+layer says what its glyphs are.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from .parse_glyphs import _builtin, _differences
+from .parse_stacked import _extension
+
+_DELIMITERS = {"parenleft": "(", "parenright": ")", "bracketleft": "[", "bracketright": "]",
+               "braceleft": "{", "braceright": "}", "angleleft": "⟨", "angleright": "⟩",
+               "floorleft": "⌊", "floorright": "⌋", "ceilingleft": "⌈", "ceilingright": "⌉",
+               "slash": "/", "backslash": "\\"}
+_OPERATORS = {"summation": "∑", "product": "∏", "coproduct": "∐", "integral": "∫", "contintegral": "∮",
+              "union": "⋃", "intersection": "⋂", "unionmulti": "⊎", "unionsq": "⊔", "logicaland": "⋀",
+              "logicalor": "⋁", "circledot": "⨀", "circleplus": "⨁", "circlemultiply": "⨂"}
+_SIZED = re.compile(r"^([a-z]+?)(big|Big|bigg|Bigg)x?$")  # `parenleftbigx`: a clone's variant
+_OPERATOR = re.compile(r"^([a-z]+?)(text|display)$")
+OPERATORS = frozenset(_OPERATORS.values())
+_SYMBOLS = frozenset(_DELIMITERS.values())
+# font -> {char: delimiter}: kept out of the glyph maps. Alone a big delimiter's text would
+# break the rows of a matrix (`parse_matrix` reads them without brackets) and MuPDF's own spaces
+# take the font of a glyph next to them (code 32 is `parenleftBigg`); `parse_delimited` reads
+# them where they hold a binomial
+DELIMITERS: dict[str, dict[str, str]] = {}
+
+
+def glyph_symbol(name: str) -> str:
+    """The text for a math extension glyph name, or "" for a piece or an unknown name."""
+    if (m := _SIZED.match(name)) is not None:
+        if m.group(1) == "radical":
+            return "√"
+        return _DELIMITERS.get(m.group(1), "")
+    if (m := _OPERATOR.match(name)) is not None:
+        return _OPERATORS.get(m.group(1), "")
+    return ""
+
+
+def _cff_names(doc: Any, xref: int) -> dict[int, str]:
+    """code -> glyph name from an embedded CFF font's encoding."""
+    try:
+        _, ext, _, buf = doc.extract_font(xref)
+        if ext != "cff" or not buf:
+            return {}
+        from fontTools.cffLib import CFFFontSet
+
+        fonts = CFFFontSet()
+        fonts.decompile(io.BytesIO(buf), None)
+        encoding = fonts.topDictIndex[0].Encoding
+    except Exception:  # a font program fontTools cannot read: its glyphs stay as they are
+        return {}
+    return {code: name for code, name in enumerate(encoding) if name != ".notdef"} if isinstance(encoding, list) else {}
+
+
+def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
+    """font name (no subset prefix) -> {text-layer char: text} for the whole glyphs of the
+    document's math extension fonts (read once per document, like `parse_glyphs.font_tables`)."""
+    seen: set[int] = set()
+    out: dict[str, dict[str, str]] = {}
+    for pno in range(doc.page_count):
+        for xref, _ext, ftype, basefont, *_ in doc.get_page_fonts(pno):
+            name = basefont.split("+", 1)[-1]
+            if xref in seen or not _extension(name) or ftype not in ("Type1", "MMType1", "Type1C"):
+                continue
+            seen.add(xref)
+            if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
+                continue
+            names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
+            table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
+            if table:
+                out.setdefault(name, {}).update(table)
+    return out
+
+
+def with_extension(table: dict[str, dict[str, str]], doc: Any) -> dict[str, dict[str, str]]:
+    """`table` (glyph-name substitutions per font) with the extension fonts' operators and
+    radical signs added (their delimiters go to `DELIMITERS`)."""
+    out = {font: dict(t) for font, t in table.items()}
+    for font, ext in extension_tables(doc).items():
+        DELIMITERS[font] = {c: t for c, t in ext.items() if t in _SYMBOLS}
+        out.setdefault(font, {}).update({c: t for c, t in ext.items() if t not in _SYMBOLS})
+    return out
