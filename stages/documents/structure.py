@@ -12,7 +12,9 @@ small window of pages (for running-header detection) and the item being read. Pe
   continues the open item, across columns and page breaks (so numbering split over pages is
   repaired by construction).
 Items inside an exercise zone must continue the label sequence (3 after 2, or a bold label),
-which keeps equations and numbered sub-lists from posing as exercises.
+which keeps equations and numbered sub-lists from posing as exercises. An item ends at the
+next label, at a heading (placed or not: a short title line in bold or large type ends it
+even when the rules cannot tell which heading it is) and at a running header (removed first).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .structure_patterns import (
     has_stem_signal,
     instruction_range,
     is_contents_page,
+    is_title_line,
     key_number,
     looks_like_instruction,
     maybe_heading,
@@ -280,6 +283,12 @@ class DocumentBuilder:
             return
         if self.unit is None and self.zone == "exercises" and self.seq_last is None and looks_like_instruction(text):
             self._open("instruction", None, text, ln, page)
+            return
+        if self.unit is not None and (big or bold) and is_title_line(text, big):
+            # a heading the rules could not place (a run-in title in bold, a heading set in a
+            # size they did not take for a section): the item ends here, and the prose below it
+            # belongs to no item
+            self._close()
             return
         if self.unit is not None:
             self._append(text, page)

@@ -3,14 +3,18 @@
 A line in the top or bottom band of a page is page furniture when it is a bare page number
 ("12", "xiv", "Page 3 of 90"), or when a line with the same signature (digits masked, case and
 spaces dropped) sits at about the same height on another page within a window of pages
-(books alternate left/right headers, so the window covers both parities). The filter holds only
-that window of pages, so memory does not grow with the document.
+(books alternate left/right headers, so the window covers both parities). A header that names
+the page's own section appears on a page or two only, so two more cues say "furniture" without
+repetition: the line shares its row with the page number ("CHAPTER 3. GROUPS   29"), or it
+ends with the page's printed number ("0.2 Exercises 13"), the offset between printed and PDF
+page numbers being learned from the document's own margin numbers. The filter holds only that
+window of pages (and a counter of offsets), so memory does not grow with the document.
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 
 _PAGE_NUMBER = re.compile(
@@ -18,6 +22,8 @@ _PAGE_NUMBER = re.compile(
 )
 _EDGE_NUMBER = re.compile(r"^\s*(?:\d{1,4}|[ivxlc]{1,6})\b|\b(?:\d{1,4}|[ivxlc]{1,6})\s*$", re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+")
+_TRAILING_NUMBER = re.compile(r"^[^=+<>^\\−]*[A-Za-z][^=+<>^\\−]*\s(\d{1,4})$")  # words, then the number: not "x = 13"
+_LEADING_NUMBER = re.compile(r"^(\d{1,4})\s+\D")  # "32 Chapter 1": not "13. Find" (a label)
 
 
 def signature(text: str) -> str:
@@ -42,6 +48,29 @@ def _body_size(lines: list[dict]) -> float:
     return by_size[-1][0]
 
 
+def _margin_numbers(text: str) -> set[int]:
+    """The page numbers a margin line may carry: the whole line ("12"), its last token ("0.2
+    Exercises 13") or a first token followed by words ("32 Chapter 1")."""
+    t = text.strip()
+    if t.isdigit() and len(t) <= 4:
+        return {int(t)}
+    return {int(m.group(1)) for m in (_TRAILING_NUMBER.search(t), _LEADING_NUMBER.match(t)) if m}
+
+
+def _same_row(a: dict, b: dict) -> bool:
+    """Two lines on one row: their vertical extents overlap by half the smaller one."""
+    overlap = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
+    return overlap >= 0.5 * min(a["y1"] - a["y0"], b["y1"] - b["y0"]) > 0
+
+
+def _set_apart(ln: dict, lines: list[dict]) -> bool:
+    """No other line within a line's height above or below it (a header stands apart from the
+    text; the last line of a paragraph that ends with a number does not)."""
+    h = ln["y1"] - ln["y0"]
+    return not any(o is not ln and not _same_row(o, ln) and o["y0"] < ln["y1"] + h and o["y1"] > ln["y0"] - h
+                   for o in lines)
+
+
 class FurnitureFilter:
     """Feed pages (DocPage dicts) of one document in order; get them back, furniture removed,
     once their neighbors have been seen. `band` is the share of the page height at top and
@@ -51,6 +80,26 @@ class FurnitureFilter:
         self.window, self.band, self.edge = window, band, lines
         self.pages: deque[tuple[dict, list[tuple[int, str, float]]]] = deque()
         self.done = 0  # index (in the deque) of the next page to release
+        self.offsets: Counter[int] = Counter()  # PDF page - printed page number, one vote per page
+        self.voting_pages = 0
+
+    def _vote(self, page: dict, cands: list[tuple[int, str, float]]) -> None:
+        """The printed page numbers in this page's margins vote for the document's offset."""
+        number = (page.get("source") or {}).get("page")
+        if number is None:
+            return
+        votes = {number - n for i, _, _ in cands for n in _margin_numbers(page["lines"][i]["text"])}
+        if votes:
+            self.voting_pages += 1
+            self.offsets.update(votes)
+
+    def _printed_number(self, page: dict) -> int | None:
+        """This page's printed number, when the document's margins agree on an offset."""
+        number = (page.get("source") or {}).get("page")
+        if number is None or not self.offsets:
+            return None
+        offset, votes = self.offsets.most_common(1)[0]
+        return number - offset if votes >= 3 and votes >= 0.5 * self.voting_pages else None
 
     def _candidates(self, page: dict) -> list[tuple[int, str, float]]:
         lines, h = page["lines"], page.get("height") or 0.0
@@ -70,7 +119,9 @@ class FurnitureFilter:
         return out
 
     def feed(self, page: dict) -> Iterator[dict]:
-        self.pages.append((page, self._candidates(page)))
+        cands = self._candidates(page)
+        self._vote(page, cands)
+        self.pages.append((page, cands))
         while self.done < len(self.pages) and len(self.pages) - 1 - self.done >= self.window:
             yield self._release()
 
@@ -83,11 +134,16 @@ class FurnitureFilter:
     def _release(self) -> dict:
         page, cands = self.pages[self.done]
         h = page.get("height") or 792.0
-        drop = set()
+        drop = {i for i, _, _ in cands if is_page_number(page["lines"][i]["text"])}
+        rows = [page["lines"][i] for i in drop]
+        printed = self._printed_number(page)
         for i, sig, y in cands:
-            text = page["lines"][i]["text"]
-            if is_page_number(text):
-                drop.add(i)
+            if i in drop:
+                continue
+            ln = page["lines"][i]
+            if any(_same_row(ln, r) for r in rows) or (
+                    printed in _margin_numbers(ln["text"]) and _set_apart(ln, page["lines"])):
+                drop.add(i)  # beside the page number, or ending with it: the running header
                 continue
             if len(sig) < 4:
                 continue

@@ -257,6 +257,33 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
+_CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Chart|Diagram|Graph)\s", re.IGNORECASE)
+_MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with vs".split())
+
+
+def is_title_line(text: str, big: bool) -> bool:
+    """Does a line in bold or large type read as a heading ("The Logarithmic Curve.",
+    "SIMPLE INTEGRATIONS", "Computer Code") rather than as part of an item (a bold "Hint." or
+    "Solution:", a caption, a formula, a bold word opening a sentence)? In large type any short
+    capitalized line of words qualifies; in bold (body size) it must be in title case, since a
+    line whose first word is bold ("Note that ...") is a sentence."""
+    t = text.strip()
+    words = t.split()
+    if not words or len(words) > 10 or len(t) > 80 or not t[:1].isupper() or t.endswith((",", ";", ":", "-")):
+        return False
+    if ANSWER_MARKER.match(t) or KEY_PREFIX.match(t) or _CAPTION.match(t):
+        return False
+    chars = [c for c in t if not c.isspace()]
+    if sum(c.isalpha() for c in chars) < max(3, 0.8 * len(chars)):
+        return False  # a formula, a numbered list or a figure's labels
+    if t.endswith(".") and len(words) > 6:
+        return False  # a sentence
+    if big:
+        return True
+    content = [w for w in words if w.strip(".,;:!?()'’").lower() not in _MINOR_WORDS]
+    return bool(content) and all(w[:1].isupper() for w in content)
+
+
 # ---- item labels ------------------------------------------------------------------------------------
 @dataclass
 class Label:
