@@ -22,6 +22,17 @@ from .stage import Drop
 PDF_SUFFIXES = (".pdf", ".PDF")
 
 
+def page_count(path: Path) -> int | PdfUnreadable:
+    """A document's page count, or why it cannot be read."""
+    try:
+        doc = open_pdf(path)
+    except PdfUnreadable as e:
+        return e
+    n = doc.page_count
+    doc.close()
+    return n
+
+
 class PdfPageReader:
     """PDF files (or directories of them) -> one page reference per page, in document order.
 
@@ -41,13 +52,12 @@ class PdfPageReader:
 
     def _count(self, path: Path) -> int | PdfUnreadable:
         if path not in self._counts:
-            try:
-                doc = open_pdf(path)
-                self._counts[path] = doc.page_count
-                doc.close()
-            except PdfUnreadable as e:
-                self._counts[path] = e
+            self._counts[path] = page_count(path)
         return self._counts[path]
+
+    def known_counts(self, counts: dict[Path, int | PdfUnreadable]) -> None:
+        """Page counts found elsewhere (the Ray executor counts them on its workers)."""
+        self._counts.update(counts)
 
     def estimate_total(self) -> int:
         return sum(c if isinstance(c, int) else 1 for c in map(self._count, self.paths))

@@ -35,6 +35,7 @@ from test_ray_cluster import (
 )
 from test_storage_s3 import download
 
+from rlclimb.pipelines import readers_pdf
 from rlclimb.pipelines.definitions import PIPELINES
 from rlclimb.pipelines.engine import Pipeline, RunOptions, run_pipeline
 from rlclimb.pipelines.readers import JsonlReader, ParquetReader
@@ -243,3 +244,30 @@ def test_killed_driver_of_a_run_on_s3_resumes_without_loss(url_cluster, s3, tmp_
 
 def _modified(s3, path: str) -> str:
     return str(s3.info(path)["LastModified"])
+
+
+# ---- PDF inputs: documents opened on the workers for their page counts ---------------------------
+
+
+def test_textbook_pdf_with_an_unreadable_document_matches_local(url_cluster, s3, tmp_path, monkeypatch):
+    """The run dir on S3; the PDFs at a path every node sees (the parse stage opens them there)."""
+    from helpers.textbook_gen import ChapterSpec, make_textbook
+
+    _, driver, _ = url_cluster
+    _driver_mirrors(monkeypatch, driver, "pdf")
+    book = make_textbook(tmp_path / "book.pdf", chapters=[ChapterSpec("Arithmetic", "inline", exercises=5, example=True)])
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a pdf")
+    make = lambda: PIPELINES["textbook-pdf"]([str(book.path), str(broken)], {}, 2)  # noqa: E731
+    local = run_pipeline(make(), tmp_path / "local", RunOptions(progress=False))
+
+    def not_on_the_driver(path):
+        raise AssertionError(f"the driver opened {path} to count its pages")
+
+    monkeypatch.setattr(readers_pdf, "page_count", not_on_the_driver)  # (workers are other processes)
+    out = f"s3://{BUCKET}/runs/url-pdf"
+    run_pipeline(make(), out, RunOptions(engine="ray", progress=False))
+    got = download(s3, out, tmp_path / "got")
+    assert outputs(got) == outputs(local.run_dir)
+    assert "corrupt_pdf" in {r["reason"] for r in outputs(got)[1]}
+    assert len(outputs(got)[0]) >= 4

@@ -62,7 +62,14 @@ from .ray_cluster import check_commit, check_shared_storage, cluster_cpus, conne
 from .ray_dedup import decontam_decisions, exact_decisions, minhash_decisions, planner
 from .ray_global import ClusterMap, commit_decisions, input_slices
 from .ray_pair import pairs_on_cluster, run_pair
-from .ray_read import ParquetPiece, ReadPieces, cluster_shards, parquet_pieces, worker_readable
+from .ray_read import (
+    ParquetPiece,
+    ReadPieces,
+    cluster_shards,
+    count_pdf_pages,
+    parquet_pieces,
+    worker_readable,
+)
 from .ray_scratch import scratch
 from .shard import ShardRunner
 from .sketch import SketchFeed
@@ -283,6 +290,10 @@ class RayExecutor(LocalExecutor):
             with scratch(self.ctx, "read") as location:  # <run>/tmp, or its URL in the store
                 total, shards = cluster_shards(ray.data, self.pipeline.reader, location, self.pipeline.shard_size, 1.0)
                 return self._run_shards(seg, seg_dir, progress, total, shards)
+        if seg.first:  # PDFs: opened on the cluster for their page counts, not by the driver
+            import ray
+
+            count_pdf_pages(ray.data, self.pipeline.reader, 1.0)
         return self._run_shards(seg, seg_dir, progress, self._total(seg), None)
 
     def _run_shards(self, seg: Segment, seg_dir: Path, progress, total: int | None, read: Iterator | None) -> None:

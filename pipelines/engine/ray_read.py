@@ -80,6 +80,38 @@ def parquet_pieces(reader, size: int) -> Iterator[ParquetPiece] | None:
             for p in reader.paths for n in [parquet_file(p).metadata.num_rows] for offset in range(0, n, size))
 
 
+def count_pages(batch: dict) -> dict:
+    """A Ray Data UDF: one PDF's page count, or why it cannot be read (count -1)."""
+    from ..readers_pdf import page_count
+
+    out: dict[str, list] = {"j": [], "count": [], "reason": [], "detail": []}
+    for j, path in zip(batch["j"].tolist(), batch["path"].tolist(), strict=True):
+        n = page_count(Path(path))
+        out["j"].append(j)
+        out["count"].append(n if isinstance(n, int) else -1)
+        out["reason"].append("" if isinstance(n, int) else n.drop_reason)
+        out["detail"].append("" if isinstance(n, int) else n.detail)
+    return out
+
+
+def count_pdf_pages(ray_data, reader, cpus: float) -> None:
+    """A PDF reader's documents opened on the cluster, one per task, for their page counts (the
+    reader's shards are then cut from them as locally: page references across documents)."""
+    from rlclimb.stages.documents.parse_pdf import PdfUnreadable
+
+    from ..readers_pdf import PdfPageReader
+
+    if type(reader) is not PdfPageReader or not reader.paths:
+        return
+    docs = [{"j": j, "path": str(p)} for j, p in enumerate(reader.paths)]
+    ds = ray_data.from_items(docs, override_num_blocks=len(docs)).map_batches(count_pages, batch_size=1, num_cpus=cpus, max_retries=-1)
+    counts = {}
+    for row in ds.iter_rows():
+        n = int(row["count"])
+        counts[reader.paths[int(row["j"])]] = n if n >= 0 else PdfUnreadable(str(row["reason"]), str(row["detail"]))
+    reader.known_counts(counts)
+
+
 def worker_readable(reader) -> bool:
     """A plain JSONL reader over local files (which every node must see at the same path, as
     the run dir) or files at URLs (which every node reads from their store)."""
