@@ -15,7 +15,7 @@ from rlclimb.pipelines.definitions.textbook_pdf import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.schemas.io import read_rows
 from rlclimb.stages.documents.structure_headers import FurnitureFilter
-from rlclimb.stages.documents.structure_patterns import is_title_line
+from rlclimb.stages.documents.structure_patterns import is_title_line, parse_heading
 
 PROSE = ["Let us return to the curve whose ordinates grow in a constant ratio from one to the next,",
          "so that their logarithms grow by equal steps and the curve of the logarithms is straight.",
@@ -115,6 +115,15 @@ def test_title_lines():
     assert not is_title_line("∀x∃yP(x, y) and ∃y∀xP(x, y).", big=False)
     assert not is_title_line("a b c", big=True)  # a figure's labels
     assert not is_title_line("Show That The Set Is Closed Under The Product Of Any Two Of Its Members.", big=False)
+
+
+def test_a_numbered_exercise_set_heading_may_carry_a_sentence():
+    """Thompson: "Exercises VII. You can now successfully try the following. (See" opened no set,
+    so its exercises (1), (2), ... ran on as the text of the previous set's last exercise."""
+    h = parse_heading("Exercises VII. You can now successfully try the following. (See", big=False)
+    assert (h.zone, h.number) == ("exercises", "VII")
+    assert parse_heading("Exercises 5 and 6 ask you to prove it.", big=False) is None
+    assert parse_heading("Problems 3. and 4. are similar.", big=False) is None
 
 
 def _line(text: str, y: float, size: float = 10.0) -> dict:

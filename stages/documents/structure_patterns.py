@@ -121,6 +121,8 @@ _ANSWER_TARGET = re.compile(
 # what may follow a zone word: a set number ("Exercises I.", "Problems 2.3") and a parenthetical
 # cross-reference ("(See p. 252 for Answers.)")
 _ZONE_TAIL = re.compile(rf"^\s*(?:{NUMBER})?\.?\s*(?:\(.{{0,100}})?$")  # the parenthetical may wrap
+# or a numbered set, then a sentence on the same line ("Exercises VII. You can now try the following.")
+_ZONE_SET_SENTENCE = re.compile(rf"^\s+(?:{NUMBER})\.\s+[A-Z][^.]{{0,100}}[.:](?:\s*\(.{{0,100}})?$")
 _BACK_MATTER = re.compile(
     r"^(?:Index|Bibliography|References?(?:\s+and\s+.*)?|Glossary|Notation|List of Symbols|"
     r"GNU Free Documentation License|License|Copyright|Acknowledge?ments|Preface|Foreword|"
@@ -153,7 +155,7 @@ def zone_of(title: str) -> str | None:
         return "answers"
     m = _EXERCISE_ZONE.match(title)
     if m and (len(title[m.end():].split()) <= 3 or title[m.end():].lstrip().startswith(":")
-              or _ZONE_TAIL.match(raw[m.end():])):
+              or _ZONE_TAIL.match(raw[m.end():]) or _ZONE_SET_SENTENCE.match(raw[m.end():])):
         return "exercises"  # "Exercises", "Exercises for Section 2.3", "Additional Exercises: Codes"
     return None
 
@@ -246,7 +248,8 @@ def _zone_number(text: str) -> str | None:
     if m and any(c.isdigit() for c in m.group(1)):
         return m.group(1)
     m = _EXERCISE_ZONE.match(text)
-    if m and (t := _ZONE_TAIL.match(text[m.end():])) and (n := re.match(rf"\s*({NUMBER})", t.group(0))):
+    if m and (t := _ZONE_TAIL.match(text[m.end():]) or _ZONE_SET_SENTENCE.match(text[m.end():])) and (
+            n := re.match(rf"\s*({NUMBER})", t.group(0))):
         return n.group(1)  # "Exercises IV. (See p. 252 for Answers.)": set IV
     m = re.search(r"(\d+(?:\.\d+)+|\d+)\s*$", text)
     return m.group(1) if m else None
