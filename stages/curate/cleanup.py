@@ -73,13 +73,46 @@ def strip_non_problem(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", t).strip()
 
 
-def needs_figure(text: str) -> str | None:
-    m = _FIGURE.search(mask_math(text))
+# A figure the task is about, not one that illustrates a text that says it all: "the circuit in
+# Figure 180", "in the figure below", "point P (shown)", "as shown." (pointing, nothing named),
+# "See Fig. 2.1." / "In Figure 5, ..." (the figure is where to look).
+_FIGURE_NEEDED = re.compile(
+    r"\b(?:system|circuit|setup|set-up|geometry|arrangement|configuration|apparatus|network|graph|diagram|picture|drawing|curve|shape|region)s?"
+    r"\s+(?:that\s+is\s+|which\s+is\s+)?(?:shown\s+|drawn\s+|depicted\s+)?(?:in|of)\s+(?:figure|fig\.)\s*\d+"
+    r"|\breferring\s+to\b[^.?]{0,30}\b(?:figure|fig\.)|(?:^|[.?!:]\s+)(?:in|from|using|use|see|consider|study)\s+(?:figure|fig\.)\s*\d+"
+    r"|\(shown\)|\bas\s+shown\s*[.,;)]|\bin\s+the\s+figure\b|\bshown\s+(?:below|above|at\s+right)|\b(?:below|above)\s+(?:figure|diagram)",
+    re.I,
+)
+
+
+def figure_reference(text: str) -> tuple[str, bool] | None:
+    """(the words, needed) of a reference to a figure, diagram, image or table the text does not hold.
+    `needed` is False for a figure named beside a description that states what the task needs ("a
+    tank of diameter D ... (Figure 130)", "as shown in Figure 219", a caption line): the text may
+    be enough; the item is tagged, not dropped."""
+    masked = mask_math(text)
+    m = _FIGURE.search(masked)
     if not m:
         return None
     if re.search(r"\btable\b", m.group(0), re.I) and _TABLE_PRESENT.search(text):
         return None  # the table is in the text
-    return m.group(0)
+    strong = _FIGURE_NEEDED.search(masked)
+    if strong:
+        return strong.group(0).strip(" .,;"), True
+    return m.group(0), not _only_numbered(masked)
+
+
+def _only_numbered(masked: str) -> bool:
+    """Every figure reference is a numbered figure mentioned in passing ("as in Figure 133", "(Figure
+    130)", "Figure 130: A tank draining."): no deictic ask ("the figure below", "shown above")."""
+    hits = [m.group(0) for m in _FIGURE.finditer(masked)]
+    return all(re.fullmatch(r"(?:(?:as|is|are)\s+shown\s+in\s+)?(?:figure|fig\.)\s*[\d.]+|(?:as|is|are)\s+shown\s+in", h.strip(), re.I) for h in hits)
+
+
+def needs_figure(text: str) -> str | None:
+    """The words of any figure reference (needed or mentioned in passing): what cleanup flags."""
+    found = figure_reference(text)
+    return found[0] if found else None
 
 
 # Nine or more bare numbers in a row ("A = 2 0 0 0 3 2 0 0 3 ..."): a matrix or table whose
@@ -99,6 +132,7 @@ def external_reference(text: str) -> str | None:
 
 class CleanupConfig(CurateConfig):
     on_figure: Action = "drop"  # tag keeps the item with a `needs_figure` tag (e.g. when images travel with it)
+    on_figure_mention: Action = "tag"  # a numbered figure named in passing beside a full description: `maybe_needs_figure`
     on_external: Action = "drop"
     on_flattened: Action = "drop"  # a matrix or table flattened into a run of numbers (PDF text layers)
     min_chars: int = 8  # a question shorter than this after cleanup is dropped (`empty_after_cleanup`)
@@ -125,12 +159,18 @@ Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_
 
 class CleanupStage(CurateStage):
     name = "cleanup"
-    version = "2"
+    version = "3"
     Config = CleanupConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
         cleaned = strip_non_problem(record["question"])
-        figure = needs_figure(cleaned)
+        figure_ref = figure_reference(cleaned)
+        if figure_ref is not None and not figure_ref[1]:  # mentioned in passing: the text may say it all
+            record = flag(record, self.config.on_figure_mention, "maybe_needs_figure", figure_ref[0])
+            if isinstance(record, Drop):
+                return Drop("needs_figure", f"mentions {figure_ref[0]!r}")
+            figure_ref = None
+        figure = figure_ref and figure_ref[0]
         external = external_reference(cleaned)
         flat = flattened_layout(cleaned, record.get("answer") or "")
         return self._finish(record, cleaned, figure and f"mentions {figure!r}", external and f"mentions {external!r}",

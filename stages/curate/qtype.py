@@ -114,11 +114,40 @@ def verdict_value(answer: str) -> bool | None:
     return value
 
 
+def _top_level_pieces(answer: str) -> list[str]:
+    """The answer cut at commas and semicolons outside brackets: "r = R\\sqrt{2/3}, r = R/2, no max."."""
+    pieces, depth, cur = [], 0, ""
+    for ch in answer:
+        depth += ch in "([{" and 1 or ch in ")]}" and -1 or 0
+        if ch in ",;" and depth == 0:
+            pieces.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p.strip(" .") for p in [*pieces, cur] if p.strip(" .")]
+
+
+def parts_in_order(question: str, answer: str, options: list[str]) -> bool:
+    """"A cylinder (a) whose volume is a maximum; (b) ...; (c) ..." answered "r = ..., r = ..., no max.":
+    lower-case parts, one value each, in order, not a choice among options."""
+    labels = _PART_LABEL.findall(question)
+    return (len(labels) == len(options) >= 2 and choice_index(answer, options) is None
+            and len(_top_level_pieces(answer)) == len(options))
+
+
+def exact_option(answer: str, options: list[str]) -> int | None:
+    """The option whose text the answer repeats exactly (whitespace aside): "\\sqrt{2} times faster"
+    is option C even where text normalization would make it "2 times faster" (option A)."""
+    want = " ".join(answer.split()).rstrip(".")
+    hits = [i for i, o in enumerate(options) if " ".join(o.split()).rstrip(".") == want]
+    return hits[0] if len(hits) == 1 else None
+
+
 def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
     """The embedded rules: options first (unless they are an exercise's parts), then true/false,
     then proof, else open."""
     stem, options = split_options(question)
-    if options and not multi_part(question, answer):
+    if options and not multi_part(question, answer) and not parts_in_order(question, answer, options):
         return "multiple_choice", options
     if _TF_QUESTION.search(question):
         return "true_false", []
@@ -180,7 +209,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "4"
+    version = "5"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -199,7 +228,8 @@ class QuestionTypeStage(CurateStage):
         record["question_type"] = qtype
         record["choices"] = list(choices) if qtype == "multiple_choice" else []
         if qtype == "multiple_choice":
-            idx = ord(letter) - 65 if letter else choice_index(record["answer"], choices)
+            idx = ord(letter) - 65 if letter else exact_option(record["answer"], choices)
+            idx = choice_index(record["answer"], choices) if idx is None else idx
             if idx is None:
                 return Drop("choice_answer_unresolved",
                             f"answer {record['answer'][:80]!r} names none of {len(choices)} options")

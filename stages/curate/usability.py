@@ -26,7 +26,7 @@ returns a reason, the evidence, and whether it is sure:
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
 with a `maybe_` prefix). The LLM path asks the model only about the items with unsure findings;
-its prompt is a versioned file (stages/data/prompts/usability.v1.txt).
+its prompt is a versioned file (stages/data/prompts/usability.v2.txt; v1 stays for runs that name it).
 """
 
 from __future__ import annotations
@@ -135,7 +135,10 @@ _EITHER_OR = re.compile(r"\b(?:identify|determine|decide|state|classify|say|tell
 _ANSWER_JOINS = re.compile(r";|,\s*(?:so|thus|hence|and|donc|et|alors)\b|\.\s+(?=[A-Z])", re.I)
 
 
-def partial_answer(question: str, answer: str) -> Finding | None:
+_HINT_TAIL = re.compile(r"\b(?:hint|indice|astuce|hinweis|pista)\s*:.*$", re.I | re.S)
+
+
+def partial_answer(question: str, answer: str, answer_type: str | None = None) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
     without its yes or no."""
@@ -147,7 +150,7 @@ def partial_answer(question: str, answer: str) -> Finding | None:
         return Finding("partial_answer", f"the question asks {m.group(1)} or {m.group(2)}; the answer says neither", True)
     if _PROVE.search(question) and _FIND.search(question) and _PROOF_TALK.match(answer):
         return Finding("partial_answer", "the question asks to prove and to find; the answer argues", True)
-    sentences = _sentences(question)
+    sentences = _sentences(_HINT_TAIL.sub("", question))  # a hint's question ("Indice: quel type ...?") asks nothing
     asks = [x for x in sentences if _ASK_SENTENCE.match(x) or x.rstrip().endswith("?")]
     last = next((x for x in reversed(sentences) if x.rstrip().endswith("?")), None)
     if last and _YES_NO.match(last) and verdict_value(answer) is None and len(answer.split()) > 3:
@@ -160,8 +163,8 @@ def partial_answer(question: str, answer: str) -> Finding | None:
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks):
             return None  # "Volume = 4.93; area of surface = 12.57": one answer per ask
-        if len(answer) < 200:
-            return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value)
+        if len(answer) < 200:  # a set or a sentence for two asks answers one; a number may be the final one
+            return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value or answer_type == "set" or bool(re.search(r"\b(?:is|are)\b", answer)))
     return None
 
 
@@ -176,6 +179,8 @@ _NOT_POSSIBLE = re.compile(r"\b(?:not|no|never|im)\s*possible\b|\bno\s+such\b|\b
 _DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\band\s+)(?:draw|sketch|plot|illustrate|shade)\b", re.I)
 
 
+_ESTIMATE = re.compile(r"(?:^|[.?!]\s+)(?:estimate|roughly\s+estimate|make\s+an\s+estimate)\b", re.I)
+_ESTIMATE_OPEN = re.compile(r"\b(?:as\s+long\s+as\s+it\s+is\s+reasonable|what\s+assumptions|state\s+your\s+assumptions|order\s+of\s+magnitude)\b", re.I)
 _CRITIQUE = re.compile(r"\bwhat(?:'s|’s|\s+is|\s+was)\s+wrong\s+with\b|\b(?:find|spot|identify)\s+the\s+(?:error|flaw|mistake)\b"
                        r"|\bwhere\s+is\s+the\s+(?:error|flaw|mistake)\b", re.I)
 _WORD = re.compile(r"(?<![A-Za-z\\])(?!(?:log|sin|cos|tan|cot|sec|exp|lim|max|min|det|mod)(?![A-Za-z]))[A-Za-zÀ-ÿ]{3,}")
@@ -188,6 +193,8 @@ def open_ended(question: str, answer: str) -> Finding | None:
         return Finding("not_checkable", "asks what is wrong with an argument", True)
     if not _WORD.search(re.sub(r"\\[A-Za-z]+", " ", question)):  # "y = 2x + 3 3x + 2.": the set's instruction stayed in its header
         return Finding("no_task", "the question is a bare formula: what to do with it is not said", True)
+    if _ESTIMATE.search(question) and (_ESTIMATE_OPEN.search(question) or re.match(r"\s*[∼~≈]", answer)):
+        return Finding("open_ended", "an order-of-magnitude estimate: any reasonable value is right", True)
     if _EXAMPLE_ASK.search(question) and not _NOT_POSSIBLE.search(answer[:120]):
         sure = bool(_EXAMPLE_GIVEN.search(answer[:200]))
         return Finding("open_ended", "asks for an example" + ("; one of many is given" if sure else ""), sure)
@@ -203,6 +210,7 @@ _PAREN_POWER = re.compile(r"\)[2-9](?![\d.,])(?=\s|$|[=+−\-])")  # "(ab)2 = e"
 _EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)"  # "f(x) = ex", "e−x"
                     r"|(?<![A-Za-z\\^])e(?:[−-]?\d+[a-z]|[−-][a-z]|[α-ω][a-z]|\([^()]{1,30}\)[a-z])(?![A-Za-z(])")  # "e2t", "e−t", "eαx", "e(−2+ √ 2)x"
 _LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-Z]\)|(?<!\([a-z])\))\s+(?:\{(?!\s*\})|∅)|\|[A-Za-z∩∪ ]+\|\s+\d")
+_FLAT_ARGUMENT = re.compile(r"\(\s*(?:[a-z](?:_\d)?\s+){2,}[a-z](?:_\d)?\s*\)")  # "h( x y z )": a column vector's entries in a row
 _FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
 _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z](?![\w(])")
 _DETACHED_ARROW = re.compile(r"(?<![A-Za-z])\u20d7(?!\s?[A-Za-z])")  # "⃗F", "⃗ B(t)", "F⃗" name their vector
@@ -216,6 +224,28 @@ _SYMBOL_THEN_VALUE = re.compile(r"^\s*[A-Za-z]{1,2}\d?\s+(?=[\d(−-])")
 # both sides: stacked fractions flattened: "f(p/q) = 3p 3q", "p + 1 p −2"
 _FLAT_TERMS = re.compile(r"(?<![\w])\d+[a-z]\s+\d+[a-z]\b|[+−-]\s*\d+\s+[a-z]\s*[+−-]")
 _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
+# notation the rebuild got half right: an exponent fraction left beside its base ("6x− \frac{1}{2}"
+# for 6x^{-1/2}, "x \frac{3}{2}"), a power read as a root's index ("x\sqrt[3]{x^2 − a^2}" for
+# x^3 sqrt(...)), a function name raised alone ("3^{sin} θ"), a relation sign read as a spaced comma
+# ("(x −y , w)" for x − y ≠ w), an integral sign read as "Z" ("Find Z (4x^3 + 1) dx")
+_HALF_FRACTION = re.compile(r"(?:(?<=\d)|(?<=[\s(=+−\-·]))(?![aAI]\s)[A-Za-zθ](?:[−-]\s?|\s)\\frac\{\d+\}\{\d+\}(?=\s*(?:[+−\-=.,;}_]|$)|\s+[A-Za-z]{3,})")
+_ROOT_INDEX_GLUED = re.compile(r"[A-Za-z)]\\sqrt\[\d+\]")
+_FUNCTION_EXPONENT = re.compile(r"\^\{?(?:sin|cos|tan|cot|sec|log|ln|exp)\}?(?![A-Za-z(])")
+_SPACED_COMMA = re.compile(r"(?<![A-Za-z])[A-Za-z\d)]\s+,\s+[A-Za-z\d(](?![A-Za-z])")
+_INTEGRAL_Z = re.compile(r"(?<![\w\\])Z\s+(?![_^\[])[^.?;]{1,80}?\sd[a-zθ](?![A-Za-z])")
+# text of another block glued in: a one-word heading sentence ("... find dw/dv. Differentiate", "Examples.")
+_GLUED_HEADING = re.compile(r"(?:^|[.?!:]\s+)(?:Examples?|Exercises?|Answers?|Solutions?|Problems?|Exemples?)\.(?=\s|$)"
+                            r"|[.?!]\s+(?:Differentiate|Integrate|Find|Solve|Simplify|Evaluate|Prove|Show)\s*:?\s*$")
+# a flattened 2x2 matrix with a letter entry: "Trouvez t tel que 1 t −1 2 n'est pas inversible"
+_FLAT_SMALL_MATRIX = re.compile(r"(?<![\w.,^_{])(?:[−-]?(?:\d{1,2}|[a-z])\s+){3}[−-]?(?:\d{1,2}|[a-z])(?![\w.,}])")
+
+
+def _small_matrix(text: str) -> re.Match | None:
+    """Four entries in a row, three of them numbers ("1 t −1 2"): a 2x2 matrix with its rows lost."""
+    for m in _FLAT_SMALL_MATRIX.finditer(_CYCLE.sub(" C ", text)):  # cycles "(1 3 4 5)" are no matrix
+        if sum(bool(re.search(r"\d", x)) for x in m.group(0).split()) >= 3:
+            return m
+    return None
 
 
 def glued_exponent(question: str, answer: str) -> Finding | None:
@@ -287,7 +317,7 @@ def restated_without_relation(question: str, answer: str) -> str | None:
 
 
 _COLUMN_PAIR = re.compile(r"\\begin\{pmatrix\}\s*[^&\\]{1,12}?\s*\\\\\s*[^&\\]{1,12}?\s*\\end\{pmatrix\}")
-_MATRIX_TALK = re.compile(r"\\begin\{|\b(?:matri|vector|vecteur|system|syst[eè]me|eigen|propre|column|colonne|basis|span|coordinat)", re.I)
+_MATRIX_TALK = re.compile(r"\\begin\{|\b(?:R|C|Q|Z|F)\^\{?\d|\bRep_|\b(?:matri|vector|vecteur|system|syst[eè]me|eigen|propre|column|colonne|basis|span|coordinat)", re.I)
 
 
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
@@ -302,12 +332,23 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
         checks = [("control or private-use glyphs", _BAD_GLYPHS), ("a vector arrow apart from its letter", _DETACHED_ARROW),
                   ("an inverse flattened", _INVERSE), ("a power flattened", _PAREN_POWER), ("e^x flattened", _EXP_E),
                   ("a relation sign lost", _LOST_RELATION), ("a vector flattened", _FLAT_VECTOR),
-                  ("a fraction flattened", _FLAT_FRACTION), ("numbers without layout", _FLAT_NUMBERS)]
+                  ("a fraction flattened", _FLAT_FRACTION), ("numbers without layout", _FLAT_NUMBERS),
+                  ("a column vector flattened", _FLAT_ARGUMENT)]
         for what, pattern in checks:
             m = pattern.search(text)
             if m:  # a lost "=" in a question's definitions ("Let A {1, 2}") still reads; in an answer it does not compare
                 sure = not (pattern is _LOST_RELATION and where == "question")
                 found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", sure))
+        for what, pattern in (("an exponent fraction left beside its base", _HALF_FRACTION),
+                              ("a power read as a root's index", _ROOT_INDEX_GLUED),
+                              ("a function name raised alone", _FUNCTION_EXPONENT),
+                              ("a relation sign read as a comma", _SPACED_COMMA),
+                              ("an integral sign read as Z", _INTEGRAL_Z),
+                              ("a small matrix flattened", None)):
+            if (m := pattern.search(text) if pattern else _small_matrix(text)) is not None:
+                found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", True))
+        if where == "question" and (m := _GLUED_HEADING.search(text)) is not None:
+            found.append(Finding("layout_damaged", f"question: another block's heading glued in: {m.group(0).strip()[:30]!r}", True))
         m = _FLAT_TERMS.search(text)
         if m:
             found.append(Finding("layout_damaged", f"{where}: a fraction flattened: {m.group(0).strip()!r}", True))
@@ -356,8 +397,11 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
     words = re.findall(r"[A-Za-z]{2,}", answer)
     if len(words) > max_words:
         return Finding("not_checkable", f"a prose answer of {len(words)} words", True)
-    if len(words) > max_words // 2:
-        return Finding("not_checkable", f"a prose answer of {len(words)} words", False)
+    if len(words) > max_words // 2:  # a sentence with no verdict and no value ("If you are American, then ...") states nothing to compare
+        from .qtype import verdict_value
+
+        bare_prose = verdict_value(answer) is None and not re.search(r"\d", answer)
+        return Finding("not_checkable", f"a prose answer of {len(words)} words" + (", no value or verdict" if bare_prose else ""), bare_prose)
     return None
 
 
@@ -368,7 +412,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     part = json.loads(record.get("meta") or "{}").get("part")
     out = [hint_answer(a), part_mismatch(q, a, part)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
-        out += [other_quantity(q, a), restated_other(q, a), partial_answer(q, a), open_ended(q, a), verification(q),
+        out += [other_quantity(q, a), restated_other(q, a), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
                 checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
@@ -384,7 +428,7 @@ class UsabilityConfig(CurateConfig):
     on_sure: Action = "drop"
     on_unsure: Action = "tag"  # tag `maybe_<reason>`; the LLM path decides these
     max_text_words: int = 8  # a text answer longer than this is prose the checker cannot compare
-    prompt: str = "usability.v1.txt"  # in stages/data/prompts/
+    prompt: str = "usability.v2.txt"  # in stages/data/prompts/ (v1 kept: a run configured with it reproduces)
 
 
 class UsabilityReply(BaseModel):
@@ -399,7 +443,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "2"
+    version = "3"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
