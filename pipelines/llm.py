@@ -363,8 +363,8 @@ class LLMClient:
         future: asyncio.Future[Completion] = state.loop.create_future()
         state.inflight[key] = future
         try:
-            result = await self._call(profile, body, tag, state)
-            if store is not None and result.text:
+            result = await self._call_once(key, profile, body, tag, state)
+            if store is not None and result.text and not result.cached:
                 # Committed before returning: a killed run never pays for this call again.
                 store.put(key, json.dumps(asdict(result)).encode())
             future.set_result(result)
@@ -379,6 +379,13 @@ class LLMClient:
             raise
         finally:
             state.inflight.pop(key, None)
+
+    async def _call_once(
+        self, key: str, profile: ModelProfile, body: dict[str, Any], tag: str | None, state: _LoopState
+    ) -> Completion:
+        """The call of a request that nobody in this process is making (and none cached). On Ray,
+        `ClusterLLMClient` first asks whether another process is making it."""
+        return await self._call(profile, body, tag, state)
 
     async def _call(
         self, profile: ModelProfile, body: dict[str, Any], tag: str | None, state: _LoopState

@@ -9,22 +9,41 @@ A slot is a lease: its holder renews it every `ttl/3` while its request runs, an
 renewed for `ttl` seconds expires and frees the slot. So a worker killed while holding slots
 (SIGKILL, a lost node) gives them back after at most `ttl` (LEASE_TTL_S), instead of shrinking
 the endpoint's limit for the rest of the cluster's life.
+
+The same actor keeps the cluster's LLM requests in flight, by request key (the cache key): a
+process about to make a request claims its key first, and if another process is making the same
+request it waits for that one's result instead of asking again (what each process's own
+in-flight map does for its tasks; the request cache alone cannot, as both processes miss it
+before either has an answer). A claim is a lease too: if its holder dies, a waiter takes it
+over after `ttl`. A result is held only until the processes waiting for it have it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import socket
 import time
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..llm import LLMClient
+from ..llm import LLMClient, _cached_completion
 
-LIMITER = "rlclimb-llm-limiter-2"  # leases (the first limiter's semaphores are another actor)
+LIMITER = "rlclimb-llm-limiter-3"  # leases and claims (older limiters, detached, are other actors)
 NAMESPACE = "rlclimb"
 LEASE_TTL_S = 30.0
+
+
+@dataclass
+class _Claim:
+    lease: int
+    expiry: float
+    owner: str
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    result: bytes | None = None
+    waiters: int = 0
 
 
 class _Limiter:
@@ -35,6 +54,10 @@ class _Limiter:
         self.peak: dict[str, int] = {}
         self.expired: dict[str, int] = {}
         self.ids = itertools.count(1)
+        self.claims: dict[str, _Claim] = {}  # request key -> the claim of the process making it
+        self.claim_key: dict[int, str] = {}
+        self.shared_results = 0  # requests answered by another process's call
+        self.lapsed_claims = 0  # claims whose holder stopped renewing (died): taken over
 
     def _expire(self, key: str) -> float | None:
         """Drop the key's lapsed leases; seconds until the next one lapses (None: no lease)."""
@@ -79,11 +102,57 @@ class _Limiter:
         async with self.changed[key]:
             self.changed[key].notify()
 
+    # ---- requests in flight ----------------------------------------------------------------------
+    async def claim(self, key: str, owner: str, ttl_s: float) -> dict[str, Any]:
+        """{"lease": n}: make request `key` (nobody else is), then `finish`; {"result": bytes}:
+        another process just made it. Waits while another holder's claim is live."""
+        while True:
+            c = self.claims.get(key)
+            if c is not None and c.done.is_set() and c.result is not None:
+                return {"result": c.result}
+            if c is None or c.done.is_set() or c.expiry <= time.monotonic():  # free, failed or lapsed
+                if c is not None and not c.done.is_set():
+                    self.lapsed_claims += 1
+                lease = next(self.ids)
+                self.claims[key] = _Claim(lease, time.monotonic() + ttl_s, owner)
+                self.claim_key[lease] = key
+                return {"lease": lease}
+            c.waiters += 1
+            try:
+                await asyncio.wait_for(c.done.wait(), timeout=max(c.expiry - time.monotonic(), 0.01))
+            except TimeoutError:
+                pass
+            finally:
+                c.waiters -= 1
+            if c.done.is_set() and c.result is not None:
+                self.shared_results += 1
+                if c.waiters == 0 and self.claims.get(key) is c:
+                    del self.claims[key]
+                return {"result": c.result}
+
+    async def renew_claim(self, lease: int, ttl_s: float) -> None:
+        key = self.claim_key.get(lease)
+        c = self.claims.get(key) if key is not None else None
+        if c is not None and c.lease == lease:
+            c.expiry = time.monotonic() + ttl_s
+
+    async def finish(self, lease: int, result: bytes | None) -> None:
+        """The claim's request is done: its result (None: it failed; a waiter makes it then)."""
+        key = self.claim_key.pop(lease, None)
+        c = self.claims.get(key) if key is not None else None
+        if c is None or c.lease != lease:  # lapsed and taken over meanwhile
+            return
+        c.result = result
+        c.done.set()
+        if c.waiters == 0 or result is None:
+            del self.claims[key]
+
     async def stats(self) -> dict[str, Any]:
         for key in list(self.leases):
             self._expire(key)
         return {"held": {k: len(v) for k, v in self.leases.items()}, "peak": dict(self.peak),
-                "expired": dict(self.expired), "owners": {k: sorted({o for _, o in v.values()}) for k, v in self.leases.items()}}
+                "expired": dict(self.expired), "owners": {k: sorted({o for _, o in v.values()}) for k, v in self.leases.items()},
+                "claims": len(self.claims), "shared_results": self.shared_results, "lapsed_claims": self.lapsed_claims}
 
 
 def limiter():
@@ -135,6 +204,34 @@ class ClusterLLMClient(LLMClient):
     def __init__(self, *args, actor=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._actor = actor if actor is not None else limiter()
+        self.owner = f"{socket.gethostname()} pid {os.getpid()}"
+
+    async def _call_once(self, key, profile, body, tag, state):
+        """Claim the request cluster-wide first: another process making it answers us too."""
+        if profile.backend == "local":  # an in-process model: nothing to share across processes
+            return await super()._call_once(key, profile, body, tag, state)
+        claim = await self._actor.claim.remote(key, self.owner, LEASE_TTL_S)
+        if "result" in claim and (done := _cached_completion(claim["result"])) is not None:
+            return self._hit(tag, profile, done)
+        lease = claim.get("lease")
+        renewing = asyncio.get_running_loop().create_task(self._renew_claim(lease)) if lease is not None else None
+        result = None
+        try:
+            result = await super()._call_once(key, profile, body, tag, state)
+            return result
+        finally:
+            if renewing is not None:
+                renewing.cancel()
+                answer = json.dumps(asdict(result)).encode() if result is not None and result.text else None
+                await self._actor.finish.remote(lease, answer)
+
+    async def _renew_claim(self, lease: int) -> None:
+        try:
+            while True:
+                await asyncio.sleep(LEASE_TTL_S / 3)
+                await self._actor.renew_claim.remote(lease, LEASE_TTL_S)
+        except Exception:  # the limiter is gone (cluster shutting down): nothing left to renew
+            return
 
     def _state(self):
         state = super()._state()
