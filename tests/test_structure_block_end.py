@@ -15,7 +15,7 @@ from rlclimb.pipelines.definitions.textbook_pdf import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.schemas.io import read_rows
 from rlclimb.stages.documents.structure_headers import FurnitureFilter
-from rlclimb.stages.documents.structure_patterns import is_title_line, parse_heading
+from rlclimb.stages.documents.structure_patterns import is_title_line, opens_numbered_block, parse_heading
 
 PROSE = ["Let us return to the curve whose ordinates grow in a constant ratio from one to the next,",
          "so that their logarithms grow by equal steps and the curve of the logarithms is straight.",
@@ -126,6 +126,24 @@ def test_a_numbered_exercise_set_heading_may_carry_a_sentence():
     assert parse_heading("Problems 3. and 4. are similar.", big=False) is None
 
 
+def test_headings_whose_title_starts_with_a_non_ascii_capital():
+    """Lebl (French): "1.3 Équations séparables" in large bold type was no heading, so the
+    section's prose ran on as the last exercise's text."""
+    h = parse_heading("1.3 Équations séparables", big=True)
+    assert (h.kind, h.tokens, h.title) == ("section", ["1", "3"], "Équations séparables")
+    assert parse_heading("4.6 Équations différentielles partielles, séparation des va-", big=True).tokens == ["4", "6"]
+    assert parse_heading("2 x + 3 = 7", big=True).kind == "title"  # no section: lower case after the number
+
+
+def test_a_bold_numbered_block_ends_the_item():
+    assert opens_numbered_block("Exemple 1.6.3 : Résolvons")
+    assert opens_numbered_block("Théorème 2.2.2 (La formule d’Euler).")
+    assert opens_numbered_block("Théorème 4.7.1. Soit l’équation")
+    assert not opens_numbered_block("Theorem 2.7 implies that the map is onto.")  # a reference in a sentence
+    assert not opens_numbered_block("Hint 2: use the previous part.")
+    assert not opens_numbered_block("Figure 3.3: the Cayley table")
+
+
 def _line(text: str, y: float, size: float = 10.0) -> dict:
     return {"text": text, "x0": 72.0, "y0": y, "x1": 72.0 + 5 * len(text), "y1": y + size, "size": size,
             "bold": False, "block": 0, "line": None}
@@ -138,7 +156,8 @@ def test_headers_beside_or_ending_with_the_page_number_are_furniture():
     pages = []
     for n in range(1, 9):
         top = ([_line(f"SECTION {n} ONLY HERE", 30), _line(str(n + 10), 30)] if n % 2 else
-               [_line(f"{n // 2}.{n} Section title number {n} {n + 10}", 30)])
+               [_line(f"{n // 2}.{n} Section title number {n} {n + 10}" if n % 4 else
+                      f"{n + 10}CHAPTER {n}. THE SPACE LOST AFTER THE NUMBER", 30)])
         body = [_line(f"Body text of page {n} with its own words, long enough to be body type.", 620 + k * 12)
                 for k in range(6)]
         body.append(_line(f"the {'odd' if n % 2 else 'even'} line {n} of the body ends with {n + 10}", 692))  # text

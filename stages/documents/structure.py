@@ -41,6 +41,7 @@ from .structure_patterns import (
     maybe_heading,
     merge_path,
     number_tokens,
+    opens_numbered_block,
     parse_heading,
     parse_label,
     printed_path,
@@ -284,7 +285,7 @@ class DocumentBuilder:
         if self.unit is None and self.zone == "exercises" and self.seq_last is None and looks_like_instruction(text):
             self._open("instruction", None, text, ln, page)
             return
-        if self.unit is not None and (big or bold) and is_title_line(text, big):
+        if self.unit is not None and (big or bold) and (is_title_line(text, big) or opens_numbered_block(text)):
             # a heading the rules could not place (a run-in title in bold, a heading set in a
             # size they did not take for a section): the item ends here, and the prose below it
             # belongs to no item

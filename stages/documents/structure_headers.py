@@ -20,10 +20,14 @@ from collections.abc import Iterator
 _PAGE_NUMBER = re.compile(
     r"^(?:[-–—]\s*)?(?:page\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:of|/)\s*\d{1,4})?(?:\s*[-–—])?$", re.IGNORECASE
 )
-_EDGE_NUMBER = re.compile(r"^\s*(?:\d{1,4}|[ivxlc]{1,6})\b|\b(?:\d{1,4}|[ivxlc]{1,6})\s*$", re.IGNORECASE)
+# a page number at either end of a line, also glued to the header's words when the text layer
+# lost the space ("154CHAPITRE4. SÉRIES DE FOURIER")
+_EDGE_NUMBER = re.compile(r"^\s*(?:\d{1,4}|[ivxlc]{1,6})\b|^\s*\d{1,4}(?=[^\W\d_])|\b(?:\d{1,4}|[ivxlc]{1,6})\s*$",
+                          re.IGNORECASE)
 _NON_WORD = re.compile(r"[\W_]+")
-_TRAILING_NUMBER = re.compile(r"^[^=+<>^\\−]*[A-Za-z][^=+<>^\\−]*\s(\d{1,4})$")  # words, then the number: not "x = 13"
-_LEADING_NUMBER = re.compile(r"^(\d{1,4})\s+\D")  # "32 Chapter 1": not "13. Find" (a label)
+# words, then the number (glued when the text layer lost the space): not "x = 13"
+_TRAILING_NUMBER = re.compile(r"^[^=+<>^\\−]*[^\W\d_][^=+<>^\\−]*(?:\s|(?<=[^\W\d_]{3}))(\d{1,4})$")
+_LEADING_NUMBER = re.compile(r"^(\d{1,4})(?:\s+\D|(?=[^\W\d_]))")  # "32 Chapter 1", "154CHAPITRE": not "13. Find"
 
 
 def signature(text: str) -> str:
@@ -88,7 +92,7 @@ class FurnitureFilter:
         number = (page.get("source") or {}).get("page")
         if number is None:
             return
-        votes = {number - n for i, _, _ in cands for n in _margin_numbers(page["lines"][i]["text"])}
+        votes = {number - n for i, sig, _ in cands if sig is not None for n in _margin_numbers(page["lines"][i]["text"])}
         if votes:
             self.voting_pages += 1
             self.offsets.update(votes)
@@ -101,7 +105,7 @@ class FurnitureFilter:
         offset, votes = self.offsets.most_common(1)[0]
         return number - offset if votes >= 3 and votes >= 0.5 * self.voting_pages else None
 
-    def _candidates(self, page: dict) -> list[tuple[int, str, float]]:
+    def _candidates(self, page: dict) -> list[tuple[int, str | None, float]]:
         lines, h = page["lines"], page.get("height") or 0.0
         if not lines or page.get("backend") == "source":
             return []  # text sources have no running headers
@@ -114,7 +118,10 @@ class FurnitureFilter:
             if h and self.band * h < ln["y0"] and ln["y1"] < (1 - self.band) * h:
                 continue  # not in a margin band
             if ln["size"] > 1.25 * median:
-                continue  # large type at the top is a chapter number or title, not furniture
+                # large type at the top is a chapter number or title, not furniture, unless it
+                # shares the page number's row (checked in `_release`: no signature marks it)
+                out.append((i, None, (ln["y0"] + ln["y1"]) / 2))
+                continue
             out.append((i, signature(ln["text"]), (ln["y0"] + ln["y1"]) / 2))
         return out
 
@@ -134,7 +141,7 @@ class FurnitureFilter:
     def _release(self) -> dict:
         page, cands = self.pages[self.done]
         h = page.get("height") or 792.0
-        drop = {i for i, _, _ in cands if is_page_number(page["lines"][i]["text"])}
+        drop = {i for i, sig, _ in cands if sig is not None and is_page_number(page["lines"][i]["text"])}
         rows = [page["lines"][i] for i in drop]
         printed = self._printed_number(page)
         for i, sig, y in cands:
@@ -142,10 +149,10 @@ class FurnitureFilter:
                 continue
             ln = page["lines"][i]
             if any(_same_row(ln, r) for r in rows) or (
-                    printed in _margin_numbers(ln["text"]) and _set_apart(ln, page["lines"])):
+                    sig is not None and printed in _margin_numbers(ln["text"]) and _set_apart(ln, page["lines"])):
                 drop.add(i)  # beside the page number, or ending with it: the running header
                 continue
-            if len(sig) < 4:
+            if sig is None or len(sig) < 4:
                 continue
             need = 1 if len(sig) >= 12 else 2  # a short line must repeat twice to be furniture
             seen = 0

@@ -90,7 +90,8 @@ _KEYWORD_HEADING = re.compile(
     rf"Section|SECTION|Subsection|SUBSECTION|Topic|TOPIC)\b\s*:?\s*(?P<num>{NUMBER})?\s*"
     rf"(?:[.:·—–-]\s*)?(?P<title>.*)$"
 )
-_NUMBERED_HEADING = re.compile(rf"^(?P<num>{NUMBER})(?:\s*[.:·—–]\s*|\s+)(?P<title>[A-Z“\"'][a-z]?.{{0,110}})$")
+# the title starts with a capital of any script ("Équations séparables"): checked in parse_heading
+_NUMBERED_HEADING = re.compile(rf"^(?P<num>{NUMBER})(?:\s*[.:·—–]\s*|\s+)(?P<title>(?:[^\W\d_]|[“\"']).{{0,110}})$")
 _BARE_NUMBER = re.compile(r"^(?P<num>\d{1,2}|[A-Z])\.?$")
 _LECTURE = re.compile(r"^(?P<num>\d{1,3})\.\s+(?P<title>(?:Lecture|Week|Day)\s+\d+)$")
 
@@ -230,6 +231,8 @@ def parse_heading(text: str, big: bool, bold: bool = False) -> Heading | None:
     if not big:
         return None
     m = _NUMBERED_HEADING.match(text)
+    if m and not (m.group("title")[:1].isupper() or m.group("title")[:1] in "“\"'"):
+        m = None  # "2 x + 3" or "3 is prime": a number and lower-case text
     if m and len(m.group("num")) == 1 and m.group("num") not in "IVX123456789":
         m = None  # "A Short Note on Proofs": an article, not section A
     if m and not text.endswith((",", ";")) and len(m.group("title").split()) <= 14:
@@ -285,6 +288,17 @@ def is_title_line(text: str, big: bool) -> bool:
         return True
     content = [w for w in words if w.strip(".,;:!?()'’").lower() not in _MINOR_WORDS]
     return bool(content) and all(w[:1].isupper() for w in content)
+
+
+_NUMBERED_BLOCK = re.compile(r"^[^\W\d_]{3,}(?:\s[^\W\d_]{3,})?\s+\d{1,3}(?:\.\d{1,3})*(?!\.?\d)\s*(?:[.:(](?!\d)|$)")
+
+
+def opens_numbered_block(text: str) -> bool:
+    """A bold line that opens a numbered block in any language ("Exemple 1.6.3 : Résolvons",
+    "Théorème 2.2.2 (La formule d'Euler).", "Lemma 4."): the item before it has ended. A
+    reference inside a sentence ("Theorem 2.7 implies ...") has no mark after the number."""
+    t = text.strip()
+    return bool(_NUMBERED_BLOCK.match(t)) and not (ANSWER_MARKER.match(t) or KEY_PREFIX.match(t) or _CAPTION.match(t))
 
 
 # ---- item labels ------------------------------------------------------------------------------------
