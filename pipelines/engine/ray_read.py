@@ -104,7 +104,8 @@ def count_pdf_pages(ray_data, reader, cpus: float) -> None:
     if type(reader) is not PdfPageReader or not reader.paths:
         return
     docs = [{"j": j, "path": str(p)} for j, p in enumerate(reader.paths)]
-    ds = ray_data.from_items(docs, override_num_blocks=len(docs)).map_batches(count_pages, batch_size=1, num_cpus=cpus, max_retries=-1)
+    # retried when its worker dies (Ray Data's default; `max_retries` as a map_batches argument goes away in Ray 2.64)
+    ds = ray_data.from_items(docs, override_num_blocks=len(docs)).map_batches(count_pages, batch_size=1, num_cpus=cpus)
     counts = {}
     for row in ds.iter_rows():
         n = int(row["count"])
