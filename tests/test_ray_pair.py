@@ -176,3 +176,56 @@ def test_textbook_pdf_pairs_per_group_on_ray_like_local(local_ray, tmp_path, mon
     assert len(pair_parts(local.run_dir)) > 5
     if unanswered == "ledger":
         assert any(r["reason"] == "unanswered" for r in ledger)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_pair_with_an_llm_on_ray_at_a_url_asks_each_request_once(local_ray, s3, tmp_path, monkeypatch):
+    """pair with an LLM role (verify every numbering pair) on the cluster, the run dir on S3:
+    the local executor's result, each verification asked once, and a rerun of the stage from a
+    fresh mirror answered by the store's LLM cache (no request repeated)."""
+    from conftest import BUCKET
+    from test_storage_s3 import download
+
+    from rlclimb.pipelines.definitions import PIPELINES
+    from rlclimb.pipelines.engine import RunOptions, run_pipeline
+    from rlclimb.pipelines.llm import LLMConfig
+    from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
+
+    monkeypatch.setenv("RLCLIMB_MIRRORS", str(tmp_path / "m1"))
+    inputs = books(tmp_path)
+
+    def judge(body, n):  # rejects the pairs whose answer holds a "3"
+        text = body["messages"][-1]["content"]
+        answer = text.split("ANSWER:", 1)[1]
+        return Reply(json.dumps({"matches": "3" not in answer, "reason": "scripted"}), delay_s=0.02)
+
+    with ScriptedServer(judge) as server:
+        llm = LLMConfig.from_dict({
+            "profiles": {"local": {"base_url": server.base_url, "model": "m", "api_key": "k", "concurrency": 4,
+                                   "timeout_s": 30, "backoff_s": 0.01}},
+            "roles": {"judge": "local"}})
+        sections = {"pair": {"embeddings": False, "llm_role": "judge", "llm_verify": True}}
+        make = lambda: PIPELINES["textbook-pdf"](inputs, sections, 2)  # noqa: E731
+        local = run_pipeline(make(), tmp_path / "local", RunOptions(progress=False, llm=llm))
+        asked = server.chat_count
+        out = f"s3://{BUCKET}/runs/pair-llm"
+        calls = []
+        real = ray_pair.run_pair
+        monkeypatch.setattr("rlclimb.pipelines.engine.ray_data.run_pair", lambda *a, **k: calls.append(1) or real(*a, **k))
+        run_pipeline(make(), out, RunOptions(engine="ray", progress=False, llm=llm))
+        assert calls == [1]  # on the cluster: the run is at a URL, so its LLM cache is the store's
+        assert server.chat_count - asked == asked > 0  # the same requests, each once
+        s3.invalidate_cache()
+        for p in s3.find(f"{BUCKET}/runs/pair-llm"):
+            if "-pair-" in p and (p.endswith(".done.json") or p.endswith("_SUCCESS.json")) or p.endswith("/stats.json"):
+                s3.rm_file(p)
+        monkeypatch.setenv("RLCLIMB_MIRRORS", str(tmp_path / "m2"))
+        before = server.chat_count
+        run_pipeline(make(), out, RunOptions(engine="ray", progress=False, llm=llm))
+        assert server.chat_count == before and calls == [1, 1]  # paired again, every answer from the store
+    got = download(s3, out, tmp_path / "got")
+    assert outputs(got) == outputs(local.run_dir)
+    reasons = {r["reason"] for r in outputs(local.run_dir)[1]}
+    assert "llm_rejected_pair" in reasons
+    assert {json.loads(r["meta"])["pair_method"] for r in outputs(local.run_dir)[0]} >= {"numbering+llm", "inline"}
