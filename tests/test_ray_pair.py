@@ -86,6 +86,24 @@ def test_part_groups_are_the_groups_each_part_spans(seed):
             assert first == begins[lo] and first <= start
 
 
+def test_no_map_batches_call_passes_rays_deprecated_remote_args():
+    """Ray 2.64 drops `ray_remote_args_fn` and the `**ray_remote_args` of map_batches (max_retries,
+    max_restarts, ...): every keyword the engine passes is one of map_batches' named parameters."""
+    import ast
+    import inspect
+
+    ray_data = pytest.importorskip("ray.data")
+    params = inspect.signature(ray_data.Dataset.map_batches).parameters
+    named = {n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD} - {"ray_remote_args_fn"}
+    engine = Path(ray_pair.__file__).parent
+    bad = []
+    for path in sorted(engine.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "map_batches":
+                bad += [f"{path.name}:{node.lineno} {k.arg}" for k in node.keywords if k.arg is not None and k.arg not in named]
+    assert bad == []
+
+
 # ---- textbook-pdf on a local Ray ----------------------------------------------------------------
 
 
