@@ -62,9 +62,11 @@ def _margin_numbers(text: str) -> set[int]:
 
 
 def _same_row(a: dict, b: dict) -> bool:
-    """Two lines on one row: their vertical extents overlap by half the smaller one."""
+    """Two lines of text on one row: their vertical extents overlap by half the smaller one, and
+    neither is twice as tall as the other (a display formula beside a page number is no header)."""
+    ha, hb = a["y1"] - a["y0"], b["y1"] - b["y0"]
     overlap = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
-    return overlap >= 0.5 * min(a["y1"] - a["y0"], b["y1"] - b["y0"]) > 0
+    return overlap >= 0.5 * min(ha, hb) > 0 and max(ha, hb) <= 2 * min(ha, hb)
 
 
 def _set_apart(ln: dict, lines: list[dict]) -> bool:
@@ -142,8 +144,11 @@ class FurnitureFilter:
         page, cands = self.pages[self.done]
         h = page.get("height") or 792.0
         drop = {i for i, sig, _ in cands if sig is not None and is_page_number(page["lines"][i]["text"])}
-        rows = [page["lines"][i] for i in drop]
         printed = self._printed_number(page)
+        # the row cue trusts only an arabic page number (a lone "x" may be a formula's variable)
+        # that agrees with the document's numbering when that is known
+        rows = [ln for i in drop if (ns := _margin_numbers((ln := page["lines"][i])["text"]))
+                and (printed is None or printed in ns)]
         for i, sig, y in cands:
             if i in drop:
                 continue
