@@ -82,12 +82,36 @@ def url_cluster(s3):
                 mp.setenv(k, c.env[k])
             mp.setenv("RAY_ADDRESS", c.address)
             _forget_auth()
+            if prefix is not None:
+                _check_nodes_cannot_see(driver)
             yield c, driver, prefix is not None
     finally:
         if ray.is_initialized():
             ray.shutdown()
         c.stop()
         _forget_auth()
+
+
+def _sees(path: str) -> bool:
+    return Path(path).exists()
+
+
+def _check_nodes_cannot_see(driver: Path) -> None:
+    """The premise of this module: a file the driver writes in its directory is on no node."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    probe = driver / "probe"
+    probe.write_text("driver only")
+    ray.init(address="auto")
+    try:
+        nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+        task = ray.remote(num_cpus=0)(_sees)
+        seen = ray.get([task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(str(probe))
+                        for n in nodes])
+    finally:
+        ray.shutdown()
+        probe.unlink()
+    assert len(nodes) == 2 and seen == [False, False], seen
 
 
 def _driver_mirrors(monkeypatch, driver: Path, name: str) -> Path:
