@@ -11,7 +11,9 @@ one book:
   spaces a binomial's rows and not as it spaces a two-row column vector's: TeX puts the rows of
   a display binomial ~1.36 of their size apart (its fonts' num1 + denom1 parameters), of a
   textstyle one (rows at script size) ~1.1, and a matrix's rows a line apart (1.2-1.33 in the
-  books measured). Anything else stays as it is;
+  books measured), and numbers that can be a binomial coefficient's (not 2 over 3). A column
+  vector set with a binomial's spacing (Hefferon's inline vectors) cannot be told from one by
+  geometry, and is read as one. Anything else stays as it is;
 - a big operator's limits are small rows centred on it right above its top (the glyph's origin:
   extension glyphs hang from it) and right under the row it sits in; an integral's are small
   glyphs just right of it, raised (upper) or lowered (lower).
@@ -21,11 +23,12 @@ also rewrites the lines it took glyphs from). Only pages that use an extension f
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from .parse_extension import DELIMITERS, OPERATORS
 from .parse_math import GlyphMap, line_text
-from .parse_stacked import Glyph, Rule, _extension, _glyphs, _Pool, _rewrite, page_rules
+from .parse_stacked import Glyph, Rule, _extension, _glyphs, _Pool, _rewrite, page_rules, reading_order
 
 _DISPLAY_GAP = (1.33, 1.42)  # a display binomial's row distance, in units of its rows' size
 _TEXT_GAP = (0.98, 1.2)  # a textstyle binomial's (rows at script size: smaller than the parentheses)
@@ -56,25 +59,38 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
         return 0
     raw_text = _delimiters(chars, ext)
     pool = _Pool(chars)
-    marks = [g for g in chars if g.font in ext and g.text in OPERATORS | {"("}]
     touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS}
     sources: dict[int, set[int]] = {}
     rules: list[Rule] | None = None
-    for mark in sorted(marks, key=lambda g: g.x0):
-        near = pool.near(mark.oy)
-        if mark.text == "(":
-            found = _binomial(mark, near)
-            if found is not None:
-                rules = page_rules(page) if rules is None else rules
-                if _ruled(found[1], rules):
-                    found = None  # a fraction in parentheses
-        else:
-            found = _limits(mark, near)
+
+    def place(found: tuple[Glyph, list[Glyph]] | None) -> None:
         if found is not None:
             atom, members = found
             pool.take(atom, members)
             sources[id(atom)] = {g.line for g in members}
-            touched |= sources[id(atom)] | {atom.line}
+            touched.update(sources[id(atom)] | {atom.line})
+
+    # operators first (a sum inside parentheses is one piece of their row), then binomials, then
+    # the other delimiter pairs around one row, narrowest first (inner pairs before outer ones)
+    ops = sorted((g for g in chars if g.font in ext and g.text in OPERATORS), key=lambda g: g.x0)
+    for op in ops:
+        found = _limits(op, pool.near(op.oy), ops)
+        if found is None and _before_rebuilt(op, lines, blocks, pool):
+            continue
+        place(found)
+    lefts = sorted((g for g in raw_text if g.text in _PAIRS), key=lambda g: g.x0)
+    for left in lefts:
+        if left.text == "(" and id(left) not in pool.gone:
+            found = _binomial(left, pool.near(left.oy))
+            if found is not None:
+                rules = page_rules(page) if rules is None else rules
+                if _ruled(found[1], rules):
+                    found = None  # a fraction in parentheses
+            place(found)
+    for left in sorted(lefts, key=lambda g: _width(g, chars)):
+        if id(left) not in pool.gone:
+            for piece in _pair(left, pool.near(left.oy)):
+                place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
@@ -101,6 +117,53 @@ def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, str]:
     return raw
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⌊": "⌋", "⌈": "⌉"}
+
+
+def _partner(left: Glyph, near: list[Glyph]) -> Glyph | None:
+    """The delimiter closing `left`: the nearest of its font, size and height to its right."""
+    close = _PAIRS[left.text]
+    rights = [g for g in near if g.text == close and g.font == left.font and abs(g.oy - left.oy) < 0.05 * left.size
+              and abs(g.size - left.size) < 0.05 * left.size and g.x0 > left.x1]
+    return min(rights, key=lambda g: g.x0, default=None)
+
+
+def _width(left: Glyph, chars: list[Glyph]) -> float:
+    right = _partner(left, chars) if left.text in _PAIRS else None
+    return right.x0 - left.x1 if right is not None else float("inf")
+
+
+def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
+    """A big delimiter pair around one row of text (`\\Big( x + 1 \\Big)^2`): each delimiter a
+    piece of that row; none around several rows (a matrix: `parse_matrix` reads its rows)."""
+    right = _partner(left, near)
+    if right is None:
+        return []
+    size = left.size
+    # between the pair, down to a \\Bigg one's depth
+    inside = [g for g in near if not g.blank and g is not left and g is not right
+              and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
+              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not _extension(g.font)]
+    # the row: a delimiter is centred on its row's axis, so the row's baseline lies from a little
+    # under its top (a \\big one) to ~1.8 of its size under it (a \\Bigg one)
+    full = [g for g in inside if (g.atom or g.size >= 0.8 * size) and g.oy < left.oy + 2.0 * size]
+    if not full:
+        return []
+    row = Counter(round(g.oy, 1) for g in full).most_common(1)[0][0]
+    em = max(g.size for g in full)
+    # a line of text passing above or below (not the row's own) runs on outside the pair
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
+               and abs(g.oy - row) > 0.2 * em and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
+    inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
+    if any(abs(g.oy - row) > 0.2 * em for g in inside if g.atom or g.size >= 0.8 * size):
+        return []  # rows stacked inside: a matrix, a vector
+    ordered = sorted(inside, key=lambda g: g.x0)
+    if len({g.line for g in inside}) > 1 or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
+        return []  # cells apart (a row vector's), or MuPDF's lines of its own: left as they are
+    host = ordered[0]
+    return [(_piece(d.text, [d], host.line, row, em, d.x0, d.x1), [d]) for d in (left, right)]
+
+
 def _rows(glyphs: list[Glyph], em: float) -> list[list[Glyph]]:
     """Glyphs grouped by the baseline of their full-size glyphs; a script joins the row whose
     baseline it is nearest to (few glyphs: a linear pass is enough)."""
@@ -120,7 +183,7 @@ def _text(members: list[Glyph]) -> str:
     """A row's text, its scripts written as `parse_math` writes them."""
     from .parse_stacked import _spans
 
-    spans = _spans(sorted(members, key=lambda g: g.x0))
+    spans = _spans(sorted(members, key=reading_order))
     size = max(g.size for g in members)
     return " ".join(line_text(spans, size=size).split())
 
@@ -166,7 +229,10 @@ def _binomial(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
         a, b, base = min(g.x0 for g in row), max(g.x1 for g in row), max(g.oy for g in row if g.size >= 0.9 * em)
         row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
     members = [left, *top, *bottom, right]
-    text = f"\\binom{{{_text(top)}}}{{{_text(bottom)}}}"
+    upper, under = _text(top), _text(bottom)
+    if upper.isdigit() and under.isdigit() and int(upper) < int(under):
+        return None  # no binomial coefficient has more below than above: a column vector
+    text = f"\\binom{{{upper}}}{{{under}}}"
     host = _host(near, {id(g) for g in members}, left, right.x1, max(g.oy for g in top), max(g.oy for g in bottom))
     line = host.line if host is not None else left.line
     oy = host.oy if host is not None else max(g.oy for g in top)
@@ -191,7 +257,7 @@ def _host(near: list[Glyph], taken: set[int], mark: Glyph, x1: float, lo: float,
     return min(row, key=lambda g: min(abs(g.x1 - mark.x0), abs(g.x0 - x1)), default=None)
 
 
-def _limits(op: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+def _limits(op: Glyph, near: list[Glyph], ops: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
     """An operator with its limits: small rows centred over and under it, or (an integral's)
     small glyphs right after it, raised and lowered; with none, the sign alone, placed in the
     row it sits in (MuPDF gives the hanging glyph a line of its own)."""
@@ -200,8 +266,12 @@ def _limits(op: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
     if host is None:
         return None  # no row to place it in: the symbol alone (the glyph map) is safer
     base, em = host.oy, host.size
-    small = [g for g in near if g is not op and not g.blank and not g.atom and not _extension(g.font)
-             and g.size < 0.9 * em]
+    # operators side by side (a double sum) share the small glyphs: each takes those nearest it
+    row = [o for o in ops if abs(o.oy - op.oy) < 0.5 * size]
+    scripts = [g for g in near if g is not op and not g.blank and not g.atom and not _extension(g.font)
+               and g.size < 0.9 * em]
+    small = [g for g in scripts if min(row, key=lambda o: abs(o.mid - g.mid)) is op]
+    following = min((o.x0 for o in row if o.x0 > op.x0), default=float("inf"))  # the next operator's start
     width = op.x1 - op.x0
     full = [g for g in near if not (g.blank or g.atom or _extension(g.font)) and g.size >= 0.9 * em]
     integral = op.text in "∫∮"  # TeX sets an integral's limits after it, others' over and under
@@ -211,13 +281,36 @@ def _limits(op: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
                                           and g.oy < base + 1.7 * em], op, width, em, full)
     if not (upper or lower):  # an integral's limits, or a textstyle operator's: scripts after it
         kern = 0.6 if integral else 0.1  # an integral's lower limit tucks under its slant
-        after = sorted((g for g in small if op.x1 - kern * em <= g.x0 <= op.x1 + 3 * em), key=lambda g: g.x0)
-        upper = _run([g for g in after if base - 1.8 * em < g.oy < base - 0.3 * em], op.x1, em)
-        lower = _run([g for g in after if base + 0.05 * em < g.oy < base + 1.4 * em], op.x1, em)
+        after = sorted((g for g in scripts if op.x1 - kern * em <= g.x0 <= op.x1 + 3 * em and g.x1 <= following),
+                       key=lambda g: g.x0)
+        # (an integral's ink overhangs its advance: its upper limit starts past it)
+        lead = 0.7 if integral else 0.3
+        upper = _run([g for g in after if base - 1.8 * em < g.oy < base - 0.3 * em], op.x1, em, lead)
+        lower = _run([g for g in after if base + 0.05 * em < g.oy < base + 1.4 * em], op.x1, em, lead)
     text = op.text + (f"_{{{_text(lower)}}}" if lower else "") + (f"^{{{_text(upper)}}}" if upper else "")
     members = [op, *upper, *lower]
     right = max(g.x1 for g in members)
     return _piece(text, members, host.line, base, em, min(g.x0 for g in members), right), members
+
+
+def _before_rebuilt(op: Glyph, lines: list[dict], blocks: list[dict], pool: _Pool) -> bool:
+    """An operator alone on its line, before a line another pass rebuilt (`\\frac{1}{k}`: its
+    glyphs are not read here), goes at that line's start. Returns whether it did."""
+    size, own = op.size, lines[op.line]
+    if any(g is not op and not g.blank for g in pool.of_lines({op.line})[op.line]):
+        return False
+    read = {id(ln) for ln in lines}
+    after = [ln for b in blocks for ln in b["lines"] if id(ln) not in read and ln["text"].strip()
+             and op.x1 - 0.2 * size <= ln["bbox"]["x"] <= op.x1 + 3 * size and op.oy < ln["y"] < op.oy + 1.6 * size]
+    if not after:
+        return False
+    target = min(after, key=lambda ln: ln["bbox"]["x"])
+    box = target["bbox"]
+    target["text"] = f"{op.text} {target['text']}"
+    target["bbox"] = {**box, "x": op.x0, "w": box["x"] + box["w"] - op.x0}
+    own["text"] = ""
+    pool.gone.add(id(op))
+    return True
 
 
 def _centred(glyphs: list[Glyph], op: Glyph, width: float, em: float, full: list[Glyph]) -> list[Glyph]:
@@ -242,12 +335,13 @@ def _centred(glyphs: list[Glyph], op: Glyph, width: float, em: float, full: list
     return row if abs((a + b) / 2 - mid) < 0.25 * max(b - a, width) + 0.1 * em else []
 
 
-def _run(glyphs: list[Glyph], start: float, em: float) -> list[Glyph]:
-    """The glyphs that follow `start` with no gap wider than a thin space, in order."""
+def _run(glyphs: list[Glyph], start: float, em: float, lead: float) -> list[Glyph]:
+    """The glyphs that follow `start` (the first within `lead` ems) with no gap wider than a
+    thin space, in order."""
     out: list[Glyph] = []
     end = start
     for g in glyphs:
-        if g.x0 - end > 0.3 * em:
+        if g.x0 - end > (0.3 if out else lead) * em:
             break
         out.append(g)
         end = g.x1
@@ -255,6 +349,7 @@ def _run(glyphs: list[Glyph], start: float, em: float) -> list[Glyph]:
 
 
 def _piece(text: str, members: list[Glyph], line: int, oy: float, size: float, x0: float, x1: float) -> Glyph:
-    ink = [g for g in members if not g.blank]
+    # the box of what it holds, less extension glyphs (theirs is the font's ascent to descent)
+    ink = [g for g in members if not (g.blank or _extension(g.font))] or [g for g in members if not g.blank]
     return Glyph(text, x0, x1, oy, size, "", line, top=min(g.top for g in ink), bottom=oy, atom=True,
                  y0=min(g.y0 for g in ink), y1=max(g.y1 for g in ink))

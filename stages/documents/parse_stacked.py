@@ -74,6 +74,12 @@ class Glyph:
         self.blank = not self.text.strip()
 
 
+def reading_order(g: Glyph) -> float:
+    """Where a glyph comes in its row: its middle (a kerned glyph may start before the end of the
+    one before it: "ff" then "e" in "different"); a rebuilt piece, wide, by its start."""
+    return g.x0 if g.atom else (g.x0 + g.x1) / 2
+
+
 @dataclass(slots=True)
 class Rule:
     x0: float
@@ -309,7 +315,7 @@ def _row(members: list[Glyph]) -> float:
 def _text(members: list[Glyph]) -> str:
     """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them; its
     text size is its biggest glyphs' (few glyphs: "x^{-5}" has more in the script)."""
-    spans = _spans(sorted(members, key=lambda g: g.x0))
+    spans = _spans(sorted(members, key=reading_order))
     size = max((g.size for g in members if not g.blank), default=None)
     return " ".join(line_text(spans, size=size).split())
 
@@ -485,9 +491,12 @@ def _rewrite(line: dict, members: list[Glyph]) -> None:
     # glyph names were applied when the glyphs were read: no table here. The line's text size is
     # its biggest glyphs' (a rebuilt piece's long text must not make "u^{-1/2}" all script)
     size = max((g.size for g in members if not (g.blank or g.atom or _extension(g.font))), default=None)
-    line["text"] = line_text(_spans(sorted(members, key=lambda g: g.x0), size), size=size)
+    line["text"] = line_text(_spans(sorted(members, key=reading_order), size), size=size)
     if size:  # the line is now of its text's size (it may have started with a script)
         line["font"] = {**line["font"], "size": size}
     x0, x1 = min(g.x0 for g in members), max(g.x1 for g in members)
-    y0, y1 = min(g.y0 for g in members), max(g.y1 for g in members)
-    line["bbox"] = {"x": x0, "y": y0, "w": x1 - x0, "h": y1 - y0}
+    # an extension glyph's box is its font's ascent to descent, whatever it draws: not the line's
+    ink = [g for g in members if not (g.blank or _extension(g.font))] or members
+    y0, y1 = min(g.y0 for g in ink), max(g.y1 for g in ink)
+    # whole points, as MuPDF's JSON boxes are (truncated): a label's x is compared with others'
+    line["bbox"] = {"x": int(x0), "y": int(y0), "w": int(x1 - x0), "h": int(y1 - y0)}
