@@ -295,3 +295,33 @@ def test_textbook_pdf_with_an_unreadable_document_matches_local(url_cluster, s3,
     assert outputs(got) == outputs(local.run_dir)
     assert "corrupt_pdf" in {r["reason"] for r in outputs(got)[1]}
     assert len(outputs(got)[0]) >= 4
+
+
+# ---- the scratch's rows (no cluster) ------------------------------------------------------------
+
+
+def test_scratch_rows_read_by_coalesced_ranges_equal_the_written_rows(tmp_path, monkeypatch):
+    """Rows by global index, with repeats and across files: the same from a local directory
+    (memory-mapped) and from a store (byte ranges: rows near each other in one request)."""
+    import fsspec
+    import numpy as np
+
+    from rlclimb.pipelines.engine import ray_scratch
+    from rlclimb.pipelines.engine.ray_scratch import Rows
+
+    rng = np.random.default_rng(0)
+    starts, lengths = [0, 100, 250], [100, 150, 30]
+    data = rng.integers(0, 2**32, (280, 16), dtype=np.uint64).astype(np.uint32)
+    requests: list[int] = []
+    memory = fsspec.filesystem("memory")
+    real = memory.cat_ranges
+    monkeypatch.setattr(memory, "cat_ranges", lambda paths, *a, **k: requests.append(len(paths)) or real(paths, *a, **k))
+    monkeypatch.setattr(ray_scratch.storage, "filesystem", lambda url: (memory, url.removeprefix("memory://")))
+    for location in (str(tmp_path), "memory://scratch/rows"):
+        for s, n in zip(starts, lengths, strict=True):
+            Rows(location, "sig", starts, np.uint32, 16).write(s, data[s : s + n])
+        rows = Rows(location, "sig", starts, np.uint32, 16)
+        index = np.array([5, 5, 6, 99, 100, 279, 7, 260, 3], np.int64)
+        assert (rows.take(index) == data[index]).all()
+        assert rows.take(np.zeros(0, np.int64)).shape == (0, 16)
+    assert requests == [3]  # one range per file touched (its rows are close), not one per row
