@@ -108,7 +108,7 @@ def test_no_map_batches_call_passes_rays_deprecated_remote_args():
 
 
 @pytest.fixture(scope="module")
-def local_ray():
+def local_ray(s3):  # noqa: ARG001 (the S3 server's AWS_* environment first: Ray's workers inherit it at start)
     import ray
 
     sys.path.insert(0, str(TESTS))
