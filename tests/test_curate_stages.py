@@ -59,6 +59,34 @@ def test_cleanup_flags_dependencies(question, reason):
     assert reason in tagged["tags"]
 
 
+@pytest.mark.parametrize("question,needed", [  # OSTP items as the text layer gives them
+    ("In the circuit that is shown in Figure 180, the 4.5 Ω resistor dissipates 2 W. What is the battery voltage?", True),
+    ("The system in Figure 90 is in static equilibrium. A mass of m = 225 kg hangs from the strut. Find the tension.", True),
+    ("Two rods are arranged as shown in Figure 152. What is the field at point P (shown)?", True),
+    ("Referring to the circuit in Figure 193, determine the current through the 2 Ω resistor.", True),
+    ("A tank of diameter D is filled with water up to a height h (Figure 130). Figure 130: A tank draining. "
+     "What speed will the water have as it exits a hole of diameter d at the bottom?", False),
+    ("A square loop of side a is placed a distance b away from a long wire carrying current I, as shown in Figure 219 "
+     "Figure 219: A loop of wire next to a wire. Find the magnetic flux through the loop.", False),
+])
+def test_a_figure_named_in_passing_only_tags(question, needed):
+    out = run(CleanupStage(), qa(question, "1"))
+    if needed:
+        assert isinstance(out, Drop) and out.reason == "needs_figure"
+    else:
+        assert not isinstance(out, Drop) and "maybe_needs_figure" in out["tags"]
+        assert isinstance(run(CleanupStage(on_figure_mention="drop"), qa(question, "1")), Drop)
+
+
+def test_parts_answered_in_order_are_not_options_and_an_exact_option_resolves():
+    parts = run(QuestionTypeStage(), qa("Inscribe in a sphere a cylinder (a) whose volume is a maximum; (b) whose lateral area is a "
+                                        "maximum; (c) whose total area is a maximum.", "r = R\\sqrt{2/3}, r = R/\\sqrt{2}, r = 0.8506R."))
+    assert parts["question_type"] == "open"
+    mcq = run(QuestionTypeStage(), qa("If we double the tension in a rope, waves travel: ⃝2 times faster ⃝4 times faster "
+                                      "⃝ \\sqrt{2} times faster ⃝2 times slower", "\\sqrt{2} times faster"))
+    assert mcq["question_type"] == "multiple_choice" and mcq["answer"] == "C"  # not option A: "\\sqrt{2}" is no "2"
+
+
 @pytest.mark.parametrize("question", [
     "Sketch the graph of $y = x^2 - 4$ and find its x-intercepts.",
     "A graph has 6 vertices and 9 edges. What is the sum of the degrees?",

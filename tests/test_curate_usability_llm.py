@@ -40,6 +40,8 @@ def script(body, n):
     prompt = body["messages"][0]["content"]
     if "A {4, 5, 6" in prompt:
         return Reply(json.dumps({"usable": True, "reason": "ok", "evidence": "A = {4, ..., 37} reads clearly"}))
+    if "Which elements generate" in prompt:
+        return Reply(json.dumps({"usable": False, "reason": "partial_answer", "evidence": "the generators are not given"}))
     if "doubletons" in prompt:
         return Reply(json.dumps({"usable": False, "reason": "not_checkable", "evidence": "two counts inside sentences"}))
     if "sine curve" in prompt:  # models wrap JSON in fences and prose; the client takes the object out
@@ -65,12 +67,12 @@ def test_llm_path_asks_only_about_unsure_items(llm_server, tmp_path):
     assert sorted(kept) == ["clean", "lost_eq_ok", "prose_verdict", "two_values"]
     assert "maybe_not_checkable" not in (kept["two_values"]["tags"] or [])  # the model decided: no doubt left to tag
     assert (ledger["hint"]["stage"], ledger["hint"]["reason"], ledger["hint"]["model"]) == ("usability", "hint_answer", None)
-    # a set for two asks answers one of them: sure by the rules, no call
-    assert (ledger["two_asks"]["reason"], ledger["two_asks"]["model"]) == ("partial_answer", None)
+    assert (ledger["two_asks"]["reason"], ledger["two_asks"]["model"]) == ("partial_answer", "local")
+    assert "the generators are not given" in ledger["two_asks"]["detail"]
     prompts = [r["messages"][0]["content"] for r in llm_server.requests]
     assert (ledger["two_counts"]["reason"], ledger["two_counts"]["model"]) == ("not_checkable", "local")
     assert "two counts inside sentences" in ledger["two_counts"]["detail"]
-    assert len(prompts) == 4  # the sure hint, the sure two-asks set and the clean item cost no call
+    assert len(prompts) == 5  # the sure hint and the clean item cost no call
     assert all(p.startswith(load_prompt("usability.v2.txt").split("\n")[0]) for p in prompts)
     assert all("half-rebuilds notation" in p for p in prompts)  # the default prompt is v2
     assert any("not_checkable: a prose answer of 5 words" in p for p in prompts)

@@ -163,8 +163,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks):
             return None  # "Volume = 4.93; area of surface = 12.57": one answer per ask
-        if len(answer) < 200:  # a set or a sentence for two asks answers one; a number may be the final one
-            return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value or answer_type == "set" or bool(re.search(r"\b(?:is|are)\b", answer)))
+        if len(answer) < 200:  # one set or a sentence for two asks answers one; a number or a list may answer both
+            return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value or bool(re.fullmatch(r"\s*\{.*\}\s*\.?", answer) or re.search(r"\b(?:is|are)\b", answer)))
     return None
 
 
@@ -231,7 +231,7 @@ _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
 _HALF_FRACTION = re.compile(r"(?:(?<=\d)|(?<=[\s(=+−\-·]))(?![aAI]\s)[A-Za-zθ](?:[−-]\s?|\s)\\frac\{\d+\}\{\d+\}(?=\s*(?:[+−\-=.,;}_]|$)|\s+[A-Za-z]{3,})")
 _ROOT_INDEX_GLUED = re.compile(r"[A-Za-z)]\\sqrt\[\d+\]")
 _FUNCTION_EXPONENT = re.compile(r"\^\{?(?:sin|cos|tan|cot|sec|log|ln|exp)\}?(?![A-Za-z(])")
-_SPACED_COMMA = re.compile(r"(?<![A-Za-z])[A-Za-z\d)]\s+,\s+[A-Za-z\d(](?![A-Za-z])")
+_SPACED_COMMA = re.compile(r"(?<![A-Za-z])(?!M\s)[A-Za-z\d)]\s+,\s+(?!M\b)[A-Za-z\d(](?![A-Za-z])")  # M: a matrix left out
 _INTEGRAL_Z = re.compile(r"(?<![\w\\])Z\s+(?![_^\[])[^.?;]{1,80}?\sd[a-zθ](?![A-Za-z])")
 # text of another block glued in: a one-word heading sentence ("... find dw/dv. Differentiate", "Examples.")
 _GLUED_HEADING = re.compile(r"(?:^|[.?!:]\s+)(?:Examples?|Exercises?|Answers?|Solutions?|Problems?|Exemples?)\.(?=\s|$)"
@@ -301,6 +301,93 @@ def restated_other(question: str, answer: str) -> Finding | None:
     if len(asked) == len(said) >= 3 and asked != said and sum(a != b for a, b in zip(asked, said)) == 1 \
             and not re.search(r"[a-z]{2}", said):
         return Finding("answer_mismatch", f"asks for {m.group(1).strip()!r}, answers {given.group(1).strip()!r}", True)
+    return None
+
+
+_SET_DEF = re.compile(r"(?<![A-Za-z])([A-Z])\s*=\s*\{([^{}]*)\}")
+_SET_ANSWER = re.compile(r"^(?:[^=]*=\s*)?(?:\{([^{}]*)\}|(∅))\s*\.?$")
+
+
+def _set_elements(body: str) -> frozenset[str] | None:
+    if re.search(r"\.\s?\.|·\s?·|…|[:|]", body):  # "{1, 2, ..., 10}", "{x : ...}": not listed in full
+        return None
+    return frozenset(x.strip() for x in body.split(",") if x.strip())
+
+
+def _evaluate_sets(expr: str, sets: dict[str, frozenset[str]]) -> frozenset[str] | None:
+    """Left to right with parentheses: A ∩ (B ∪ C), A \\ B, A − B. None when anything else is in it
+    (a complement bar, ×, a power set): nothing is claimed about what it cannot read."""
+    tokens = re.findall(r"[A-Z]|[∩∪\\−()-]|\S", expr.replace("\\setminus", "\\"))
+    pos = 0
+
+    def operand():
+        nonlocal pos
+        if pos >= len(tokens):
+            return None
+        tok = tokens[pos]
+        pos += 1
+        if tok == "(":
+            value = expression()
+            if pos >= len(tokens) or tokens[pos] != ")":
+                return None
+            pos += 1
+            return value
+        return sets.get(tok)
+
+    def expression():
+        nonlocal pos
+        value = operand()
+        while value is not None and pos < len(tokens) and tokens[pos] in "∩∪\\−-":
+            op = tokens[pos]
+            pos += 1
+            right = operand()
+            if right is None:
+                return None
+            value = value & right if op == "∩" else value | right if op == "∪" else value - right
+        return value
+
+    result = expression()
+    return result if pos == len(tokens) else None
+
+
+def set_answer_mismatch(question: str, answer: str) -> Finding | None:
+    """"Let A = {1, ..., 5}, B = ..., C = .... Find A ∩ (B ∪ C)." answered "{1}": worked out from the
+    sets as printed, the answer is another set: a bar or a sign of the question was lost (or the key
+    is wrong). Either way the pair does not check."""
+    m, given = _ASKED.search(question), _SET_ANSWER.match(answer.strip())
+    if not m or not given:
+        return None
+    sets = {}
+    for name, body in _SET_DEF.findall(question):
+        elements = _set_elements(body)
+        if elements is None:
+            return None
+        sets[name] = elements
+    if not sets or not re.fullmatch(r"[A-Z∩∪\\−()\s-]+|.*\\setminus.*", m.group(1).strip().rstrip(".?")):
+        return None
+    value = _evaluate_sets(m.group(1).strip().rstrip(".?"), sets)
+    stated = frozenset() if given.group(2) else _set_elements(given.group(1) or "")
+    if value is None or stated is None or value == stated:
+        return None
+    shown = "{" + ", ".join(sorted(value)) + "}"
+    return Finding("answer_mismatch", f"from the sets as printed, {m.group(1).strip()} = {shown}, not the answer's", True)
+
+
+_CALCULUS_ASK = re.compile(r"\\frac\{d\^?\d?[a-zθ]|\bdifferentiat|\bd[a-z]/d[a-z]\b|∫|\bintegra", re.I)
+_LONE_LETTER = re.compile(r"(?<![A-Za-z\\])[a-z](?![A-Za-z])")
+
+
+def foreign_variable(question: str, answer: str) -> Finding | None:
+    """"Find dy/dx for y = 17x + 12x^2." answered "17 + 24a; 24": a derivative or integral of the
+    printed function has only its letters (and the constant of integration), so a letter the question
+    lacks says the answer is for another function (a misprint, or notation the text layer changed)."""
+    if not _CALCULUS_ASK.search(question):
+        return None
+    strip = lambda t: re.sub(r"\\[A-Za-z]+|\b(?:log|ln|sin|cos|tan|cot|sec|exp|arc\w*|max|min)\b", " ", t)  # noqa: E731
+    have = {c for w in re.findall(r"(?<![A-Za-z])[a-z]{1,2}(?![A-Za-z])", strip(question)) for c in w}  # "y", "17x", "ax"
+    extra = sorted(set(_LONE_LETTER.findall(strip(answer))) - have - {"c", "d", "e"})
+    if extra:
+        return Finding("answer_mismatch", f"the answer has {extra[0]!r}, which the printed question lacks", True)
     return None
 
 
@@ -400,7 +487,7 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
     if len(words) > max_words // 2:  # a sentence with no verdict and no value ("If you are American, then ...") states nothing to compare
         from .qtype import verdict_value
 
-        bare_prose = verdict_value(answer) is None and not re.search(r"\d", answer)
+        bare_prose = len(words) >= 6 and verdict_value(answer) is None and not re.search(r"\d", answer)
         return Finding("not_checkable", f"a prose answer of {len(words)} words" + (", no value or verdict" if bare_prose else ""), bare_prose)
     return None
 
@@ -412,7 +499,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     part = json.loads(record.get("meta") or "{}").get("part")
     out = [hint_answer(a), part_mismatch(q, a, part)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
-        out += [other_quantity(q, a), restated_other(q, a), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
+        out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
                 checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
