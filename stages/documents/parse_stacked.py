@@ -490,10 +490,15 @@ def _rewrite(line: dict, members: list[Glyph]) -> None:
         return
     # glyph names were applied when the glyphs were read: no table here. The line's text size is
     # its biggest glyphs' (a rebuilt piece's long text must not make "u^{-1/2}" all script)
-    size = max((g.size for g in members if not (g.blank or g.atom or _extension(g.font))), default=None)
+    # (of those near the biggest, the size most have: a big delimiter from a symbol font is not the text's)
+    big = max((g.size for g in members if not (g.blank or g.atom or _extension(g.font))), default=None)
+    sizes = Counter(round(g.size, 2) for g in members
+                    if not (g.blank or g.atom or _extension(g.font)) and g.size >= 0.9 * (big or 0))
+    top = max(sizes.values(), default=0)
+    size = max((s for s, n in sizes.items() if n == top), default=None)
     line["text"] = line_text(_spans(sorted(members, key=reading_order), size), size=size)
     if size:  # the line is now of its text's size (it may have started with a script)
-        line["font"] = {**line["font"], "size": size}
+        line["font"] = {**line["font"], "size": int(size)}  # whole points, as MuPDF's JSON sizes (truncated)
     x0, x1 = min(g.x0 for g in members), max(g.x1 for g in members)
     # an extension glyph's box is its font's ascent to descent, whatever it draws: not the line's
     ink = [g for g in members if not (g.blank or _extension(g.font))] or members
