@@ -147,16 +147,13 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> bool:
 class PageExtraction:
     """A text page's span- and glyph-level extractions, each made at most once per page and
     shared by the passes that need them (a `TextPage` stand-in for both calls): once
-    `parse_stacked` has the glyphs of the whole page (`extractRAWDICT`), the spans
-    (`extractDICT`) are those glyphs joined per span: each raw span gets the "text" MuPDF's dict
-    span has (its "chars" stay). `glyph_blocks` extracts the glyphs of some blocks only."""
+    `parse_stacked` has the glyphs (`extractRAWDICT`), the spans (`extractDICT`) are those glyphs
+    joined per span: each raw span gets the "text" MuPDF's dict span has (its "chars" stay)."""
 
-    def __init__(self, textpage: Any, blocks: list[dict] | None = None) -> None:
+    def __init__(self, textpage: Any) -> None:
         self.textpage = textpage
         self._raw: dict | None = None
         self._joined = False
-        # the JSON lines' texts before any pass rewrites them (what a narrowed extraction is checked on)
-        self._texts = [[ln["text"] for ln in b["lines"]] for b in blocks] if blocks is not None else None
 
     def extractRAWDICT(self) -> dict:  # noqa: N802 (TextPage's name)
         if self._raw is None:
@@ -174,146 +171,7 @@ class PageExtraction:
             self._joined = True
         return self._raw
 
-    def glyph_blocks(self, blocks: list[dict], wanted: set[int]) -> list[dict]:
-        """`extractRAWDICT()["blocks"]` with only the blocks `wanted` (indices into `blocks`,
-        the same text page's JSON blocks) holding their lines: `_narrowed`."""
-        if self._raw is not None:
-            return self._raw["blocks"]
-        got = self._narrowed(blocks, wanted, raw=True)
-        return got if got is not None else self.extractRAWDICT()["blocks"]
 
-    def span_blocks(self, blocks: list[dict], glyphs: GlyphMap | None = None) -> list[dict]:
-        """`extractDICT()["blocks"]` with only the blocks `rebuild_lines` may change holding
-        their lines: those with a character some table of `glyphs` renames, or with glyphs of
-        different sizes (a script, a small fraction: `line_text` and `_adopt_stacked` change
-        nothing in a block whose glyphs are all within 10% of one size). Glyph sizes come from
-        MuPDF's HTML of the page (a size per run of one style, 0.1 pt rounded: the test has
-        that margin), which is a fraction of the span extraction's cost."""
-        if self._raw is not None:
-            return self.extractDICT()["blocks"]
-        html = _print(self.textpage, "html").decode()
-        rows = [row for row in html.split("\n") if row.startswith("<p ")]  # one per line, in block order
-        if len(rows) != sum(len(b["lines"]) for b in blocks):
-            return self.extractDICT()["blocks"]
-        pattern = _pattern_of(glyphs or {})
-        wanted, i = set(), 0
-        for k, b in enumerate(blocks):
-            sizes = []
-            for ln in b["lines"]:
-                sizes += [float(size) for size, text in _HTML_SPAN.findall(rows[i]) if text.strip(" ")]
-                i += 1
-            if sizes and min(sizes) <= 0.9 * max(sizes) + 0.15 or any(pattern.search(ln["text"]) for ln in b["lines"]):
-                wanted.add(k)
-        got = self._narrowed(blocks, wanted, raw=False)
-        return got if got is not None else self.extractDICT()["blocks"]
-
-    def _narrowed(self, blocks: list[dict], wanted: set[int], raw: bool) -> list[dict] | None:
-        """The page's text blocks as MuPDF's dict extraction lists them (glyphs: `raw`), those
-        `wanted` (indices into `blocks`) with their lines, the others without: the extraction
-        costs per glyph, and what a pass reads is a few blocks of a page. MuPDF extracts what
-        lies inside the text page's box: the box is narrowed around the wanted blocks for an
-        extraction per group of them (and put back). Exactly what the whole page's extraction
-        gives for those blocks, or None where that cannot be made sure (other block kinds than
-        text, or a block that a wider box extracts differently: the caller extracts the whole
-        page)."""
-        if self._texts is None or len(self._texts) != len(blocks):
-            return None
-        stp = self.textpage.this.m_internal
-        box = stp.mediabox
-        page_box = (box.x0, box.y0, box.x1, box.y1)
-        listed = []  # the stext blocks the whole page's extraction lists, as it decides (their boxes)
-        b = stp.first_block
-        while b:
-            if b.type != 0:  # (FZ_STEXT_BLOCK_TEXT)
-                return None  # images or structure: not handled here
-            r = b.bbox
-            if _meet(page_box, (r.x0, r.y0, r.x1, r.y1)):
-                listed.append((r.x0, r.y0, r.x1, r.y1))
-            b = b.next
-        out: list[dict] = [{"type": 0, "lines": ()} for _ in listed]
-        if len(listed) != len(blocks) or not wanted:
-            return out  # (a count that differs from the JSON's: the passes compare counts first and stop)
-        groups: list[tuple[list[float], list[int]]] = []  # (box, blocks) per extraction
-        for k in sorted(wanted):
-            # a glyph's box may reach past its block's (MuPDF's come from the font's ascent and descent)
-            pad = 2.0 * max((ln["font"]["size"] or 1.0 for ln in blocks[k]["lines"]), default=1.0)
-            x0, y0, x1, y1 = listed[k]
-            clip = [max(x0 - pad, page_box[0]), max(y0 - pad, page_box[1]), min(x1 + pad, page_box[2]),
-                    min(y1 + pad, page_box[3])]
-            if groups and _meet(groups[-1][0], clip):
-                g = groups[-1][0]
-                g[:] = [min(g[0], clip[0]), min(g[1], clip[1]), max(g[2], clip[2]), max(g[3], clip[3])]
-                groups[-1][1].append(k)
-            else:
-                groups.append((clip, [k]))
-        key = "chars" if raw else "text"
-        unsure: list[int] = []
-        try:
-            for clip, members in groups:
-                box.x0, box.y0, box.x1, box.y1 = clip
-                got = (self.textpage.extractRAWDICT() if raw else self.textpage.extractDICT())["blocks"]
-                inside = [i for i, bb in enumerate(listed) if _meet(clip, bb)]  # what the narrowed extraction lists
-                if len(inside) != len(got):
-                    return None
-                at = {k: n for n, k in enumerate(inside)}
-                for k in members:
-                    rb = out[k] = got[at[k]]
-                    texts, rlines = self._texts[k], rb.get("lines", ())
-                    if len(texts) != len(rlines) or any(
-                            _joined(rl["spans"], key) != t for t, rl in zip(texts, rlines, strict=True)):
-                        unsure.append(k)
-            # a line whose glyphs do not spell its JSON text (MuPDF's two outputs place a combining
-            # accent differently), or a glyph the box cut off: the same block from a box as wide
-            # as the page and four times as tall must be the same, else the whole page is read
-            for k in unsure:
-                pad = 8.0 * max((ln["font"]["size"] or 1.0 for ln in blocks[k]["lines"]), default=1.0)
-                clip = [page_box[0], max(listed[k][1] - pad, page_box[1]), page_box[2], min(listed[k][3] + pad, page_box[3])]
-                box.x0, box.y0, box.x1, box.y1 = clip
-                got = (self.textpage.extractRAWDICT() if raw else self.textpage.extractDICT())["blocks"]
-                inside = [i for i, bb in enumerate(listed) if _meet(clip, bb)]
-                if len(inside) != len(got) or got[inside.index(k)].get("lines") != out[k].get("lines"):
-                    return None
-        finally:
-            box.x0, box.y0, box.x1, box.y1 = page_box
-        return out
-
-
-_PATTERNS: dict[int, tuple[GlyphMap, re.Pattern]] = {}  # id(glyph map) -> (it, glyph_pattern(it))
-
-
-def _pattern_of(glyphs: GlyphMap) -> re.Pattern:
-    """`glyph_pattern` of a document's glyph map, made once per map."""
-    got = _PATTERNS.get(id(glyphs))
-    if got is None or got[0] is not glyphs:
-        if len(_PATTERNS) > 8:
-            _PATTERNS.clear()
-        got = _PATTERNS[id(glyphs)] = (glyphs, glyph_pattern(glyphs))
-    return got[1]
-
-
-def _joined(spans: list[dict], key: str) -> str:
-    if key == "text":
-        return "".join(s["text"] for s in spans)
-    return "".join(c["c"] for s in spans for c in s["chars"])
-
-
-def _meet(a, b) -> bool:
-    """MuPDF's "the intersection of two boxes is not empty"."""
-    return max(a[0], b[0]) < min(a[2], b[2]) and max(a[1], b[1]) < min(a[3], b[3])
-
-
-def _print(textpage: Any, how: str) -> bytes:
-    """MuPDF's own printing of a text page (HTML: a style per run of glyphs)."""
-    from pymupdf import mupdf
-
-    buf = mupdf.fz_new_buffer(1 << 16)
-    out = mupdf.FzOutput(buf)
-    mupdf.fz_print_stext_page_as_html(out, textpage.this, 0)
-    out.fz_close_output()
-    return mupdf.fz_buffer_extract(buf)
-
-
-_HTML_SPAN = re.compile(r'font-size:([\d.]+)pt;[^>]*>([^<]*)')
 _CHAR = itemgetter("c")
 
 

@@ -140,11 +140,11 @@ class ParsePdf(Stage):
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
             glyphs, pattern = self._glyphs(path)
-            extraction = PageExtraction(textpage, blocks)  # glyphs, spans: extracted once, if a pass needs them
+            extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
             rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
             rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
-                rebuild_lines(blocks, extraction.span_blocks(blocks, glyphs), glyphs)
+                rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
             lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails

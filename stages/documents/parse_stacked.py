@@ -148,20 +148,7 @@ def rebuild_stacked(page: Any, textpage: Any, blocks: list[dict], glyphs: GlyphM
     rules = _near_text(page_rules(page), blocks)
     if not rules:
         return 0
-    if not hasattr(textpage, "glyph_blocks"):
-        return rebuild_from(blocks, textpage.extractRAWDICT()["blocks"], rules, glyphs)
-    # the glyphs of the blocks with a line near a rule only (the rebuild reads no other): those
-    # reaching within 3 sizes, by the JSON boxes (whole points: a point and a size more of reach)
-    wanted = set()
-    for k, b in enumerate(blocks):
-        for ln in b["lines"]:
-            bb, size = ln["bbox"], ln["font"]["size"] or 1.0
-            reach = 4 * size + 2
-            x0, y0, x1, y1 = bb["x"], bb["y"], bb["x"] + bb["w"], bb["y"] + bb["h"]
-            if any(y0 - reach < r.y < y1 + reach and x0 - reach < r.x1 and r.x0 < x1 + reach for r in rules):
-                wanted.add(k)
-                break
-    return rebuild_from(blocks, textpage.glyph_blocks(blocks, wanted), rules, glyphs)
+    return rebuild_from(blocks, textpage.extractRAWDICT()["blocks"], rules, glyphs)
 
 
 def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
