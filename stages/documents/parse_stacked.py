@@ -175,6 +175,15 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
     return keep
 
 
+def _on_row(g: Glyph, row: float, size: float, reach: float) -> bool:
+    """A glyph sits in the row whose baseline is `row`: its baseline within `reach` sizes; an
+    extension glyph (a big ∫ or ∑: MuPDF gives it a line of its own) hangs from its origin,
+    which lies above the row's baseline by up to about two sizes."""
+    if _extension(g.font) and not g.atom:
+        return row - 2.2 * size < g.oy < row
+    return abs(g.oy - row) < reach * size
+
+
 class _Pool:
     """The page's glyphs by baseline (a rule looks only at its neighbourhood), less those taken
     into rebuilt pieces, plus those pieces."""
@@ -201,7 +210,7 @@ class _Pool:
         (MuPDF set "√", "3" and ", 5)" as lines of their own, and a fraction's row goes on in
         lines of their own). Returns the lines emptied so."""
         size = atom.size
-        beside = {g.line for g in self.near(atom.oy) if not g.blank and abs(g.oy - atom.oy) < 0.25 * size
+        beside = {g.line for g in self.near(atom.oy) if not g.blank and _on_row(g, atom.oy, size, 0.25)
                   and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
         moved = set()
         others = (lines | beside) - {atom.line}
@@ -209,7 +218,7 @@ class _Pool:
         for li in others:
             rest = by_line[li]
             ink = [g for g in rest if not g.blank]
-            on_row = all(abs(g.oy - atom.oy) < (0.25 if g.atom or g.size >= 0.9 * size else 0.6) * size
+            on_row = all(_on_row(g, atom.oy, size, 0.25 if g.atom or g.size >= 0.9 * size else 0.6)
                          for g in ink)  # scripts ride above or below it
             if ink and on_row and (-0.2 * size < min(g.x0 for g in ink) - atom.x1 < 1.5 * size
                                    or -0.2 * size < atom.x0 - max(g.x1 for g in ink) < 1.5 * size):
@@ -309,14 +318,15 @@ def _text(members: list[Glyph]) -> str:
 
 def _spans(ordered: list[Glyph], size: float | None = None) -> list[dict]:
     """MuPDF-like spans of glyphs in order: one per run of one font, size and baseline; a gap
-    next to a rebuilt piece becomes a space, except inside a script (`size`: the line's text)."""
+    next to a rebuilt piece or an extension glyph (it had a line of its own) becomes a space,
+    except inside a script (`size`: the line's text)."""
     spans: list[dict] = []
     prev: Glyph | None = None
     for g in ordered:
         last = spans[-1] if spans else None
         in_script = size is not None and max(g.size, prev.size if prev else 0) < 0.9 * size
-        if prev is not None and (g.atom or prev.atom) and not (g.blank or prev.blank or in_script) \
-                and g.x0 - prev.x1 > 0.15 * g.size:
+        if prev is not None and (g.atom or prev.atom or _extension(g.font) or _extension(prev.font)) \
+                and not (g.blank or prev.blank or in_script) and g.x0 - prev.x1 > 0.15 * g.size:
             spans.append({"text": " ", "size": g.size, "font": "", "flags": 0, "origin": (prev.x1, g.oy),
                           "bbox": [prev.x1, g.y0, g.x0, g.y1], "atom": True})  # the gap a rebuilt piece had
             last = None
