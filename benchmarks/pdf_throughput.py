@@ -3,6 +3,8 @@
     python benchmarks/pdf_throughput.py                          # a generated 200-page textbook
     python benchmarks/pdf_throughput.py --pdf BOOK.pdf [--pdf ...] --repeat 3
     python benchmarks/pdf_throughput.py --ocr-pages 6            # also Tesseract OCR pages/s
+    python benchmarks/pdf_throughput.py --books --parse-only --repeat 5   # every real book, parse only
+    python benchmarks/pdf_throughput.py --books --parse-only --base-tree /tmp/old   # old code vs this, A/B
 
 Measured (best of `--repeat`, process CPU time, one core), per PDF:
 - raw: open the document, `page.get_text()` for every page (the baseline);
@@ -11,6 +13,9 @@ Measured (best of `--repeat`, process CPU time, one core), per PDF:
 - parse+structure+extract: the same plus the structure stage over the pages and the extract
   stage over its units (what the pipeline does per page before pairing).
 Prints pages/s for each and the ratio to raw (the target: within 3x for text pages).
+`--base-tree DIR` (another checkout, e.g. `git worktree add --detach /tmp/old HEAD~3`) also
+times that tree's parse stage in the same process, interleaved with this one's (its
+`stages/documents` loaded as a package of its own): the before/after of a change, A/B.
 Repaired fonts: a generated book whose body font maps digits to Coptic letters (issue 15's
 failure) through the parse stage with repair: the first pass (learning the substitution from
 Tesseract on a few sample pages, once per document) and the steady state; ratio to raw (target:
@@ -65,6 +70,25 @@ def parse_pages(path: Path, ocr: str = "off") -> list[dict]:
     return [p for p in out if isinstance(p, dict)]
 
 
+def base_parse_stage(tree: Path):
+    """The parse stage class of another checkout's `stages/documents`, as package `_base_tree`
+    (its modules import each other relatively; `rlclimb.pipelines` stays this checkout's)."""
+    import importlib
+    import types
+
+    pkg = types.ModuleType("_base_tree")
+    pkg.__path__ = [str(tree.resolve() / "stages")]
+    sys.modules["_base_tree"] = pkg
+    return importlib.import_module("_base_tree.documents.parse_pdf")
+
+
+def parse_pages_with(module, path: Path) -> int:
+    module.close_cached_pdfs()
+    stage = module.ParsePdf(ocr="off")
+    stage.setup(None)
+    return sum(isinstance(stage.process(item, None), dict) for item in PdfPageReader([path]))
+
+
 def full(path: Path) -> int:
     pages = parse_pages(path)
     units = [u for u in StructureDocument().run(pages, None) if isinstance(u, dict)]
@@ -74,10 +98,13 @@ def full(path: Path) -> int:
 
 def best_cpu(fns: list, repeat: int) -> list[float]:
     """Best-of-`repeat` CPU seconds of each function, runs interleaved (raw, parse, full, raw, ...)
-    so that a change in machine load between phases cannot skew the ratios."""
+    so that a change in machine load between phases cannot skew the ratios; every other round
+    runs them in reverse order (the one run second on a document ran up to ~10% faster: an A/B
+    must not depend on which side goes first)."""
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for k, fn in enumerate(fns):
+    for r in range(repeat):
+        for k in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
+            fn = fns[k]
             t0 = time.process_time()
             fn()
             best[k] = min(best[k], time.process_time() - t0)
@@ -152,6 +179,9 @@ def ocr_stage(scanned: Path) -> tuple[float, float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pdf", type=Path, action="append", help="PDF(s) to measure (default: a generated book)")
+    ap.add_argument("--books", action="store_true", help="every PDF in ../shared/data/textbooks (the real books)")
+    ap.add_argument("--base-tree", type=Path, help="another checkout whose parse stage is timed too, interleaved (A/B)")
+    ap.add_argument("--parse-only", action="store_true", help="parse only: no parse+structure+extract, no OCR count")
     ap.add_argument("--pages", type=int, default=200, help="pages of the generated book")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ocr-pages", type=int, default=4, help="scanned pages for the OCR measurement (0: skip)")
@@ -159,16 +189,23 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        pdfs = args.pdf or [generated_book(tmp, args.pages)]
+        books = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "textbooks").glob("*.pdf"))
+        pdfs = (args.pdf or []) + (books if args.books else []) or [generated_book(tmp, args.pages)]
+        base = base_parse_stage(args.base_tree) if args.base_tree else None
         print(f"{'document':40s} {'pages':>6s} {'raw p/s':>9s} {'parse p/s':>10s} {'x raw':>6s} "
-              f"{'p+s+e p/s':>10s} {'x raw':>6s} {'need OCR':>8s}")
+              f"{'p+s+e p/s':>10s} {'x raw':>6s} {'need OCR':>8s}" + ("  base-tree parse: p/s, x raw" if base else ""))
         for pdf in pdfs:
             n = pymupdf.open(pdf).page_count
-            t_raw, t_parse, t_full = best_cpu(
-                [lambda pdf=pdf: raw(pdf), lambda pdf=pdf: parse_pages(pdf), lambda pdf=pdf: full(pdf)], args.repeat)
-            need = sum(1 for p in parse_pages(pdf, ocr="vlm") if p["needs_ocr"])
+            fns = [lambda pdf=pdf: raw(pdf), lambda pdf=pdf: parse_pages(pdf)]
+            fns += [] if args.parse_only else [lambda pdf=pdf: full(pdf)]
+            fns += [lambda pdf=pdf: parse_pages_with(base, pdf)] if base else []
+            times = best_cpu(fns, args.repeat)
+            t_raw, t_parse = times[:2]
+            t_full = float("nan") if args.parse_only else times[2]
+            need = -1 if args.parse_only else sum(1 for p in parse_pages(pdf, ocr="vlm") if p["needs_ocr"])
             print(f"{pdf.name[:40]:40s} {n:6d} {n / t_raw:9.0f} {n / t_parse:10.0f} {t_parse / t_raw:6.2f} "
-                  f"{n / t_full:10.0f} {t_full / t_raw:6.2f} {need:8d}")
+                  f"{n / t_full:10.0f} {t_full / t_raw:6.2f} {need:8d}"
+                  + (f"  {n / times[-1]:6.0f} {times[-1] / t_raw:6.2f}" if base else ""))
         if args.repaired_pages:
             repaired(tmp, args.repaired_pages, args.repeat)
         if args.ocr_pages:
