@@ -94,8 +94,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
-    for g, text in raw_text.items():  # delimiters no binomial took stay as the text layer has them
-        if id(g) not in pool.gone:
+    for g, (text, line) in raw_text.items():
+        # delimiters no piece took stay as the text layer has them, unless a piece's row took them in
+        if id(g) not in pool.gone and g.line == line:
             g.text, g.blank = text, not text.strip()
     by_line = pool.of_lines(touched)
     for li in touched:
@@ -103,16 +104,16 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     return len(pool.atoms)
 
 
-def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, str]:
+def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, tuple[str, int]]:
     """Extension glyphs that are whole delimiters get their symbol (for `_binomial`); returns
-    their text-layer text. Code 32 (`parenleftBigg`) reads as a space, as the spaces MuPDF adds
+    their text-layer text and line. Code 32 (`parenleftBigg`) reads as a space, as the spaces MuPDF adds
     at gaps read (in a neighbour's font): those are flagged synthetic."""
-    raw: dict[Glyph, str] = {}
+    raw: dict[Glyph, tuple[str, int]] = {}
     for g in chars:
         symbol = DELIMITERS.get(g.font, {}).get(g.text) if g.font in ext and not g.synthetic else None
         if symbol is None:
             continue
-        raw[g] = g.text
+        raw[g] = (g.text, g.line)
         g.text, g.blank = symbol, False
     return raw
 
