@@ -78,6 +78,12 @@ def test_a_figure_named_in_passing_only_tags(question, needed):
         assert isinstance(run(CleanupStage(on_figure_mention="drop"), qa(question, "1")), Drop)
 
 
+def test_a_part_named_inside_the_same_exercise_is_no_external_reference():
+    question = "A wire carries a current I.\n(a) Find the field at r.\n(b) Using your answer in part (a), find the force on a charge."
+    assert not isinstance(run(CleanupStage(), qa(question, "(a) B = μ_0I/2πr (b) F = qvB")), Drop)
+    assert run(CleanupStage(), qa("Using your answer in part (a), find the force.", "F = qvB")).reason == "external_reference"
+
+
 def test_parts_answered_in_order_are_not_options_and_an_exact_option_resolves():
     parts = run(QuestionTypeStage(), qa("Inscribe in a sphere a cylinder (a) whose volume is a maximum; (b) whose lateral area is a "
                                         "maximum; (c) whose total area is a maximum.", "r = R\\sqrt{2/3}, r = R/\\sqrt{2}, r = 0.8506R."))

@@ -50,6 +50,8 @@ def reasons(r):
     ("Which of the following sets are subspaces of R3?\n(d) {(x1, x2, x3) : 3x1 −2x2 2 = 0}", "not a subspace", "text", "d",
      "layout_damaged"),  # x_2^2
     ("Find a primitive element in the splitting field of each of the following polynomials in Q[x].\n(a) x4 −1", "Q(i)",
+     "expression", "a", "answer_mismatch"),  # a field for an element (x4 is x^4 too: the answer's kind is checked first)
+    ("Find a primitive element in the splitting field of each of the following polynomials in Q[x].\n(a) x4 −1", "i",
      "expression", "a", "layout_damaged"),  # x is the variable of Q[x]: x4 is x^4
     ("Calculate each of the following.\n(a) 2923171 (mod 582)", "292", "numeric", "a", "layout_damaged"),  # 292^3171
     ("For each of the following encryption keys (n, E) in the rsa cryptosystem, compute D.\n(a) (n, E) = (451, 231)",
@@ -119,6 +121,9 @@ def reasons(r):
      "answer_mismatch"),  # a letter the printed function lacks
     ("Find a basis for each of the following field extensions. What is the degree of each extension?\n(a) Q(\\sqrt{3}, \\sqrt{6}) over Q",
      "{1, \\sqrt{2}, \\sqrt{3}, \\sqrt{6}}", "set", "a", "partial_answer"),  # one set for two asks
+    ("A loop of wire is pulled away from a long wire.\n(c) Using your answer to part (b), find the force needed.", "F = 2 N", "expression", "c",
+     "part_mismatch"),  # leans on a sibling part the item does not hold
+    ("Describe (in words) the set A_2 ∪A_3 ∪A_4 ∪· · ·", "The set of composite numbers.", "text", None, "not_checkable"),
     ("Estimate the number of dentists in Toronto. Describe what assumptions you make.", "∼620 dentists", "numeric", None, "open_ended"),
     ("Write each statement in the form “if..., then....”\n(e) The set of rational numbers is a subset of the real numbers.",
      "If a number is rational, then it is real", "text", "e", "not_checkable"),  # a sentence with no value or verdict
@@ -151,6 +156,8 @@ def test_sure_findings_drop_with_their_reason(question, answer, answer_type, par
      "text", None),
     ("Determine whether the set is a ring or a field.\n(b) Z_7", "Z_7 is a field", "text", "b"),
     # the third round's cues stay quiet on their look-alikes
+    ("A square loop is pulled away from a wire at speed v.\n(b) What voltage is induced across the loop, as a function of time?",
+     "∆V (t) = −\\frac{μ_0Ia^2}{2π} \\frac{1}{(b_0 + vt)(b_0 + vt + a)} v", "expression", "b"),  # (t) is an argument, no part
     ("Let A = {1, 2, 3, 4, 5}, B = {3, 4, 5, 6, 7} and C = {2, 3, 5}.\n(d) Find A ∩(B ∪C).", "A ∩(B ∪C) = {2, 3, 4, 5}", "set", "d"),
     ("Decide if these are matrix equivalent.\n(a) \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}, \\begin{pmatrix} 2 & 0 \\\\ 0 & 2 \\end{pmatrix}",
      "Yes, they have the same rank", "text", "a"),  # a comma between matrices

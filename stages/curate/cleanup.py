@@ -126,8 +126,15 @@ def flattened_layout(question: str, answer: str) -> str | None:
 
 
 def external_reference(text: str) -> str | None:
-    m = _EXTERNAL.search(mask_math(text))
-    return m.group(0) if m else None
+    """The words of a reference to another exercise, example or part; "in part (b)" of an exercise
+    whose part (b) is in this text is internal (once split, usability checks that part's own text)."""
+    masked = mask_math(text)
+    for m in _EXTERNAL.finditer(masked):
+        part = re.match(r".*\bpart\s+\(?([a-h])\)?", masked[m.start():m.end() + 6], re.I | re.S)
+        if part and re.search(rf"(?:^|\s)\({part.group(1).lower()}\)\s", text):
+            continue
+        return m.group(0)
+    return None
 
 
 class CleanupConfig(CurateConfig):

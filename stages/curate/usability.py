@@ -81,11 +81,12 @@ def hint_answer(answer: str) -> Finding | None:
 
 # ---- parts ---------------------------------------------------------------------------------------
 
-_SIBLING_LABEL = re.compile(r"(?:^|[;,.]\s*|\s)\(([a-z]|ii|iii|iv|vi{1,3})\)\s+\S")
+_SIBLING_LABEL = re.compile(r"(?:^|[;,.]\s*|(?<![A-Za-z])\s)\(([a-z]|ii|iii|iv|vi{1,3})\)\s+\S")  # "(t)" in "∆V (t) = ..." is an argument
 _KEY_HEADING = re.compile(r"\b(?:solutions?|answers?|hints?)\s+(?:for|to)\s+(?:section|chapter|exercises?)\b"
                           r"|\bsection\s+\d+(?:\.\d+)+\s+\d+(?:\.\d+)+\.", re.I)
 
 
+_PART_REFERENCE = re.compile(r"\b(?:in|from|of|to|using)\s+(?:your\s+answer\s+(?:to|in|from)\s+)?parts?\s+\(?([a-h])\)?", re.I)
 _EMPTY_LAST_LABEL = re.compile(r"\n\s*\(?[a-h]\)\s*$")
 
 
@@ -95,6 +96,8 @@ def part_mismatch(question: str, answer: str, part: str | None) -> Finding | Non
     m = _KEY_HEADING.search(answer)
     if m:
         return Finding("part_mismatch", f"the answer runs into the key: {m.group(0)!r}", True)
+    if part and (ref := _PART_REFERENCE.search(question.split("\n")[-1])) and ref.group(1).lower() != part:
+        return Finding("part_mismatch", f"the part leans on part ({ref.group(1)}), which is not in this item", True)
     labels = [x.group(1) for x in _SIBLING_LABEL.finditer(answer)]
     if part and any(lab != part for lab in labels):
         return Finding("part_mismatch", f"the answer to ({part}) carries ({labels[0]})", True)
@@ -118,6 +121,28 @@ def _sentences(text: str) -> list[str]:
 
 _ASK_SYMBOL = re.compile(r"\b(?:find|compute|calculate|determine|what\s+is)\s+([A-Za-z])\b(?!\s*[(=])", re.I)
 _ASSIGNED = re.compile(r"^\s*([A-Za-z])\s*=")
+
+
+_ASKS_ELEMENT = re.compile(r"\b(?:find|give|determine)\s+(?:a|an|one)\s+(?:primitive\s+)?(?:element|generator|root|number|vector)\b", re.I)
+_FIELD_OR_SET = re.compile(r"^\s*(?:[QRCF]\s*\(|\{)")
+
+
+def wrong_kind(question: str, answer: str) -> Finding | None:
+    """"Find a primitive element in the splitting field ..." answered "Q(i)": the answer is a field
+    (or a set) where the question asks for one element."""
+    if _ASKS_ELEMENT.search(question) and _FIELD_OR_SET.match(answer):
+        return Finding("answer_mismatch", "asks for an element, answers a field or a set", True)
+    return None
+
+
+_IN_WORDS = re.compile(r"(?:describe|explain|discuss)[^.?]{0,60}in\s+words|\(in\s+words\)|explain\s+(?:why|how)", re.I)
+
+
+def in_words(question: str, answer_type: str | None) -> Finding | None:
+    """"Describe (in words) the set A_2 ∪ A_3 ∪ ...": the answer is a description, compared by no rule."""
+    if answer_type == "text" and _IN_WORDS.search(question):
+        return Finding("not_checkable", "asks for a description in words", True)
+    return None
 
 
 def other_quantity(question: str, answer: str) -> Finding | None:
@@ -499,7 +524,8 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     part = json.loads(record.get("meta") or "{}").get("part")
     out = [hint_answer(a), part_mismatch(q, a, part)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
-        out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
+        out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
+                in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
                 checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
