@@ -114,6 +114,8 @@ def reasons(r):
     ("If w = pv^n, find \\frac{dw}{dv}. Differentiate", "npv^{n−1}.", "expression", None, "layout_damaged"),  # a heading glued on
     ("Trouvez t tel que 1 t −1 2 n’est pas inversible.", "−2", "numeric", None, "layout_damaged"),  # a 2x2 matrix in a row
     ("Decide if each h: R^3 →R^2 is linear.\n(d) h( x y z ) = 2x + y 3y −4z", "Yes", "boolean", "d", "layout_damaged"),
+    ("Trouvez la solution générale de y^{′′} + 4y′ + 2y= 0.", "y= C_1e^{(−2+\\sqrt{2}} )x+ C_2e^{(−2−\\sqrt{2})x}", "expression", None,
+     "layout_damaged"),  # the exponent closed inside its parentheses
     # answers wrong for the printed question
     ("Let A = {1, 2, 3, 4, 5}, B = {3, 4, 5, 6, 7} and C = {2, 3, 5}.\n(d) Find A ∩(B ∪C).", "A ∩(B ∪C) = {1}", "set", "d",
      "answer_mismatch"),  # worked out from the printed sets: {2, 3, 4, 5} (a complement bar lost)

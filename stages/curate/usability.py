@@ -432,6 +432,20 @@ _COLUMN_PAIR = re.compile(r"\\begin\{pmatrix\}\s*[^&\\]{1,12}?\s*\\\\\s*[^&\\]{1
 _MATRIX_TALK = re.compile(r"\\begin\{|\b(?:R|C|Q|Z|F)\^\{?\d|\bRep_|\b(?:matri|vector|vecteur|system|syst[eè]me|eigen|propre|column|colonne|basis|span|coordinat)", re.I)
 
 
+def _unbalanced_script(text: str) -> str | None:
+    """A superscript group whose parentheses do not balance ("e^{(−2+\\sqrt{2}} )x"): the rebuild
+    closed the exponent in the middle of it."""
+    for m in re.finditer(r"\^\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        group = text[m.end():i - 1]
+        if group.count("(") != group.count(")"):
+            return text[m.start():i + 3]
+    return None
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
@@ -459,6 +473,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
                               ("a small matrix flattened", None)):
             if (m := pattern.search(text) if pattern else _small_matrix(text)) is not None:
                 found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", True))
+        if (cut := _unbalanced_script(text)) is not None:
+            found.append(Finding("layout_damaged", f"{where}: an exponent closed inside its parentheses: {cut[:30]!r}", True))
         if where == "question" and (m := _GLUED_HEADING.search(text)) is not None:
             found.append(Finding("layout_damaged", f"question: another block's heading glued in: {m.group(0).strip()[:30]!r}", True))
         m = _FLAT_TERMS.search(text)
