@@ -97,7 +97,7 @@ def part_mismatch(question: str, answer: str, part: str | None) -> Finding | Non
     if m:
         return Finding("part_mismatch", f"the answer runs into the key: {m.group(0)!r}", True)
     if part and (ref := _PART_REFERENCE.search(question.split("\n")[-1])) and ref.group(1).lower() != part:
-        return Finding("part_mismatch", f"the part leans on part ({ref.group(1)}), which is not in this item", True)
+        return Finding("part_mismatch", f"the part leans on part ({ref.group(1)}), which is not in this item", False)  # the stem may say enough
     labels = [x.group(1) for x in _SIBLING_LABEL.finditer(answer)]
     if part and any(lab != part for lab in labels):
         return Finding("part_mismatch", f"the answer to ({part}) carries ({labels[0]})", True)
@@ -253,7 +253,7 @@ _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
 # for 6x^{-1/2}, "x \frac{3}{2}"), a power read as a root's index ("x\sqrt[3]{x^2 − a^2}" for
 # x^3 sqrt(...)), a function name raised alone ("3^{sin} θ"), a relation sign read as a spaced comma
 # ("(x −y , w)" for x − y ≠ w), an integral sign read as "Z" ("Find Z (4x^3 + 1) dx")
-_HALF_FRACTION = re.compile(r"(?:(?<=\d)|(?<=[\s(=+−\-·]))(?![aAI]\s)[A-Za-zθ](?:[−-]\s?|\s)\\frac\{\d+\}\{\d+\}(?=\s*(?:[+−\-=.,;}_]|$)|\s+[A-Za-z]{3,})")
+_HALF_FRACTION = re.compile(r"(?:(?<=\d)|(?<=[\s(=+−\-·}]))(?![aAI]\s)[A-Za-zθ](?:[−-]\s?|\s)\\frac\{\d+\}\{\d+\}(?=\s*(?:[+−\-=.,;}_]|$)|\s+[A-Za-z]{3,})")
 _ROOT_INDEX_GLUED = re.compile(r"[A-Za-z)]\\sqrt\[\d+\]")
 _FUNCTION_EXPONENT = re.compile(r"\^\{?(?:sin|cos|tan|cot|sec|log|ln|exp)\}?(?![A-Za-z(])")
 _SPACED_COMMA = re.compile(r"(?<![A-Za-z])(?!M\s)[A-Za-z\d)]\s+,\s+(?!M\b)[A-Za-z\d(](?![A-Za-z])")  # M: a matrix left out
