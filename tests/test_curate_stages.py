@@ -69,13 +69,14 @@ def test_cleanup_flags_dependencies(question, reason):
     ("A square loop of side a is placed a distance b away from a long wire carrying current I, as shown in Figure 219 "
      "Figure 219: A loop of wire next to a wire. Find the magnetic flux through the loop.", False),
 ])
-def test_a_figure_named_in_passing_only_tags(question, needed):
-    out = run(CleanupStage(), qa(question, "1"))
+def test_a_figure_named_in_passing_drops_unless_tagging(question, needed):
+    out = run(CleanupStage(on_figure_mention="tag"), qa(question, "1"))
     if needed:
         assert isinstance(out, Drop) and out.reason == "needs_figure"
-    else:
+    else:  # dropped by default (as needs_figure), kept with the maybe_needs_figure tag when asked
         assert not isinstance(out, Drop) and "maybe_needs_figure" in out["tags"]
-        assert isinstance(run(CleanupStage(on_figure_mention="drop"), qa(question, "1")), Drop)
+        dropped = run(CleanupStage(), qa(question, "1"))
+        assert isinstance(dropped, Drop) and dropped.reason == "needs_figure"
 
 
 def test_a_part_named_inside_the_same_exercise_is_no_external_reference():

@@ -13,7 +13,7 @@ from rlclimb.pipelines.stage import Drop, StageContext
 from rlclimb.stages.curate.evergreen import time_sensitivity
 from rlclimb.stages.curate.leakage import leak
 from rlclimb.stages.curate.qtype import QuestionTypeStage
-from rlclimb.stages.curate.usability import UsabilityStage, findings
+from rlclimb.stages.curate.usability import UsabilityStage, findings, layout_damage
 from rlclimb.stages.curate.verifiable import VerifiableStage
 
 CTX = StageContext()
@@ -282,3 +282,14 @@ def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
     off = TaxonomyStage(document_prior=0.0)
     off.__dict__.update({k: getattr(stage, k) for k in ("paths", "domains", "anchor_vectors", "anchor_owner", "description_index")})
     assert off.classify_vectors(vectors, ["judson.pdf"] * 5)[-1][0] == "chemistry/organic_chemistry"
+
+
+@pytest.mark.parametrize("answer, damaged", [
+    (r"\omega_{min} = \frac{g}{r} \sqrt{ } , \omega_{max} = 2", True),  # the radicand spilled out of its radical
+    (r"x = \frac{1}{2}} + 1", True),  # a brace closing nothing
+    (r"y = \frac{a}{b} + x^{2}", False),
+    (r"{1, 3, 7, 9}", False),  # the book's own set braces: no rebuilt markup, not checked
+])
+def test_malformed_rebuilt_markup_is_layout_damage(answer, damaged):
+    found = layout_damage("Find the value.", answer)
+    assert (found is not None and found.reason == "layout_damaged" and found.sure) == damaged

@@ -446,6 +446,27 @@ def _unbalanced_script(text: str) -> str | None:
     return None
 
 
+_EMPTY_ARGUMENT = re.compile(r"\\(?:sqrt|frac|binom)(?:\[[^\]]*\])?\{\s*\}")
+_REBUILT = re.compile(r"\\[a-z]+\{|[_^]\{")
+
+
+def _malformed_markup(text: str) -> str | None:
+    """LaTeX the notation rebuild wrote that cannot be what the page shows: a radical, fraction or
+    binomial with an empty argument ("\\sqrt{ }": its radicand spilled beside it), or braces that
+    do not balance ("\\frac{2}{R}^R}_1"). Only text with rebuilt markup is checked: plain sets
+    "{1, 3}" are the book's own braces."""
+    if not _REBUILT.search(text):
+        return None
+    if (m := _EMPTY_ARGUMENT.search(text)) is not None:
+        return m.group(0)
+    depth = 0
+    for i, ch in enumerate(re.sub(r"\\[{}]", "", text)):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return text[max(0, i - 15):i + 5]
+    return text[-20:] if depth else None
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
@@ -473,6 +494,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
                               ("a small matrix flattened", None)):
             if (m := pattern.search(text) if pattern else _small_matrix(text)) is not None:
                 found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", True))
+        if (bad := _malformed_markup(text)) is not None:
+            found.append(Finding("layout_damaged", f"{where}: rebuilt notation malformed: {bad.strip()[:30]!r}", True))
         if (cut := _unbalanced_script(text)) is not None:
             found.append(Finding("layout_damaged", f"{where}: an exponent closed inside its parentheses: {cut[:30]!r}", True))
         if where == "question" and (m := _GLUED_HEADING.search(text)) is not None:
@@ -572,7 +595,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "3"
+    version = "4"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
