@@ -11,6 +11,20 @@ def llm_server():
         yield server
 
 
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray (2 CPUs) whose workers can import the test modules (their actor classes)."""
+    import ray
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}})
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
 BUCKET = "rlclimb-test"
 
 

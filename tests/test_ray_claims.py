@@ -17,19 +17,6 @@ from rlclimb.pipelines.scripted_server import Reply, ScriptedServer
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    import ray
-
-    tests = os.path.dirname(os.path.abspath(__file__))  # workers import this module's Asker
-    ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}})
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 class Asker:
     """A Ray actor with the LLM client of a Ray worker (ClusterLLMClient, no cache)."""
 

@@ -17,19 +17,6 @@ pytestmark = pytest.mark.slow
 TTL_S = 3.0
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    import ray
-
-    tests = os.path.dirname(os.path.abspath(__file__))  # workers import this module's Holder
-    ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}})
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 class Holder:
     """A Ray actor whose requests take endpoint slots and never finish."""
 

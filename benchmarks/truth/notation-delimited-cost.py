@@ -9,24 +9,10 @@ glyph map (`parse_extension`) stays on in both: it renames glyphs where other pa
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
 
-from rlclimb.pipelines.readers_pdf import PdfPageReader
+from notation_cost import parse_seconds  # (this script's folder is on sys.path when it runs)
+
 from rlclimb.stages.documents import parse_pdf
-
-BOOKS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "textbooks"
-
-
-def parse_seconds(name: str) -> float:
-    parse_pdf.close_cached_pdfs()
-    stage = parse_pdf.ParsePdf(ocr="off")
-    stage.setup(None)
-    items = list(PdfPageReader([BOOKS / name]))
-    start = time.process_time()
-    for item in items:
-        stage.process(item, None)
-    return time.process_time() - start
 
 
 def main() -> None:
