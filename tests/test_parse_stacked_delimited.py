@@ -15,9 +15,8 @@ from pathlib import Path
 import pymupdf
 from fontTools.fontBuilder import FontBuilder
 from fontTools.pens.t2CharStringPen import T2CharStringPen
+from test_pdf_notation import parse_lines
 
-from rlclimb.pipelines.readers_pdf import PdfPageReader
-from rlclimb.stages.documents import parse_pdf
 from rlclimb.stages.documents.parse_extension import extension_tables, glyph_symbol
 
 S = 11.0  # text size
@@ -55,13 +54,6 @@ def _extension_font() -> bytes:
     fb.setupPost()
     fb.setupNameTable({"familyName": "CMEX10", "styleName": "Regular"})
     return fb.font["CFF "].compile(fb.font)
-
-
-def parse_lines(path: Path) -> list[str]:
-    parse_pdf.close_cached_pdfs()
-    stage = parse_pdf.ParsePdf(ocr="off")
-    stage.setup(None)
-    return [ln["text"] for item in PdfPageReader([path]) for ln in stage.process(item, None)["lines"]]
 
 
 class Writer:

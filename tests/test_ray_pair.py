@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_ray_cluster import outputs
 
 from rlclimb.pipelines.engine import ray_pair
 from rlclimb.pipelines.engine.ray_global import input_slices
@@ -140,14 +141,6 @@ def books(tmp_path: Path) -> list[str]:
         ChapterSpec("Algebra", "key", exercises=5),
     ])
     return [str(tmp_path / "a.pdf"), str(b.path), str(tmp_path / "a-answers.pdf")]
-
-
-def outputs(run_dir: Path) -> tuple[list, list, list]:
-    data = pq.read_table(run_dir / "data").to_pylist()
-    ledger = pq.read_table(run_dir / "ledger").select(["stage", "reason", "detail", "file", "line", "record_id"]).to_pylist()
-    stats = json.loads((run_dir / "stats.json").read_text())
-    funnel = [(s["name"], s["in"], s["kept"], s["out"], s["dropped"]) for s in stats["stages"]]
-    return data, ledger, funnel
 
 
 def pair_parts(run_dir: Path) -> list[tuple[str, list, list]]:
