@@ -54,7 +54,7 @@ def check_inputs(paths: list[str | Path], suffixes: tuple[str, ...], urls: bool 
     for raw in paths:
         if is_url(raw):
             if not urls:
-                raise InputError(f"input {raw}: this reader takes local files only (URLs: JSONL and Parquet inputs)")
+                raise InputError(f"input {raw}: this reader takes local files only (URLs: JSONL, Parquet and PDF inputs)")
             out.extend(list_inputs(str(raw), suffixes))
             continue
         p = Path(raw)

@@ -3,6 +3,10 @@
 The reader opens each PDF only to count its pages (and to reject what cannot be read: encrypted,
 corrupt, zero pages); the parse stage opens it again in whichever process handles the page.
 Items are small page references; pages never sit in memory all at once.
+
+Inputs may be URLs (`s3://bucket/book.pdf`, or a prefix holding *.pdf): listed through the
+storage layer like JSONL inputs; a page reference then names the URL, and every process that
+parses a page fetches that document once (`parse_pdf.cached_pdf`), so no node needs a shared mount.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from rlclimb.stages.documents.parse_records import page_id
 
 from .readers import Rejected, _files_fingerprint, check_inputs
 from .stage import Drop
+from .storage import RemoteFile
 
 PDF_SUFFIXES = (".pdf", ".PDF")
 
 
-def page_count(path: Path) -> int | PdfUnreadable:
+def page_count(path: Path | RemoteFile | str) -> int | PdfUnreadable:
     """A document's page count, or why it cannot be read."""
     try:
         doc = open_pdf(path)
@@ -43,19 +48,19 @@ class PdfPageReader:
     schema: pa.Schema | None = None
 
     def __init__(self, paths: list[str | Path], pages_per_shard: int = 50):
-        self.paths = check_inputs(paths, PDF_SUFFIXES)
+        self.paths = check_inputs(paths, PDF_SUFFIXES, urls=True)
         self.pages_per_shard = pages_per_shard
-        self._counts: dict[Path, int | PdfUnreadable] = {}
+        self._counts: dict[Path | RemoteFile, int | PdfUnreadable] = {}
 
     def fingerprint(self) -> str:
         return _files_fingerprint(self.paths)
 
-    def _count(self, path: Path) -> int | PdfUnreadable:
+    def _count(self, path: Path | RemoteFile) -> int | PdfUnreadable:
         if path not in self._counts:
             self._counts[path] = page_count(path)
         return self._counts[path]
 
-    def known_counts(self, counts: dict[Path, int | PdfUnreadable]) -> None:
+    def known_counts(self, counts: dict[Path | RemoteFile, int | PdfUnreadable]) -> None:
         """Page counts found elsewhere (the Ray executor counts them on its workers)."""
         self._counts.update(counts)
 

@@ -86,7 +86,7 @@ def count_pages(batch: dict) -> dict:
 
     out: dict[str, list] = {"j": [], "count": [], "reason": [], "detail": []}
     for j, path in zip(batch["j"].tolist(), batch["path"].tolist(), strict=True):
-        n = page_count(Path(path))
+        n = page_count(path)  # a local path or a URL (fetched through the store)
         out["j"].append(j)
         out["count"].append(n if isinstance(n, int) else -1)
         out["reason"].append("" if isinstance(n, int) else n.drop_reason)

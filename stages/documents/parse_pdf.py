@@ -53,11 +53,16 @@ class PdfUnreadable(Exception):
 
 
 def open_pdf(path: str | Path):
-    """Open a PDF for reading, or raise PdfUnreadable naming the file, the reason and the fix."""
+    """Open a PDF for reading, or raise PdfUnreadable naming the file, the reason and the fix.
+    A URL (`s3://...`, any fsspec filesystem) is read whole into memory through the storage
+    layer, so any process can open it; a local path is opened (memory-mapped) by MuPDF."""
     import pymupdf
 
+    from rlclimb.pipelines.storage import is_url
+
+    data = _fetch(str(path)) if is_url(path) else None
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        doc = pymupdf.open(path, filetype="pdf") if data is None else pymupdf.open(stream=data, filetype="pdf")
     except Exception as e:  # FileDataError, RuntimeError: MuPDF could not even repair it
         raise PdfUnreadable("corrupt_pdf", f"{path}: not a readable PDF ({type(e).__name__}: {e})") from None
     if doc.needs_pass and not doc.authenticate(""):  # an empty user password opens many
@@ -72,7 +77,21 @@ def open_pdf(path: str | Path):
     return doc
 
 
+def _fetch(url: str) -> bytes:
+    """A PDF object's bytes, or PdfUnreadable saying why not (gone, no access, store down)."""
+    from rlclimb.pipelines.storage import filesystem
+
+    try:
+        fs, inner = filesystem(url)
+        return fs.cat_file(inner)
+    except FileNotFoundError:
+        raise PdfUnreadable("pdf_not_found", f"{url}: no such object (moved or deleted since the run was listed)") from None
+    except Exception as e:  # no credentials, no fsspec backend, endpoint down: say which
+        raise PdfUnreadable("pdf_not_readable", f"{url}: cannot read it ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+
+
 def cached_pdf(path: str):
+    """The open document at a path or URL, per process (a URL is fetched once per process)."""
     doc = _OPEN_DOCS.get(path)
     if doc is None:
         doc = _OPEN_DOCS[path] = open_pdf(path)
