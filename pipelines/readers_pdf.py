@@ -17,19 +17,22 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rlclimb.stages.documents.parse_pdf import PdfUnreadable, open_pdf
+from rlclimb.stages.documents.parse_pdf import PdfUnreadable, cached_pdf, open_pdf
 from rlclimb.stages.documents.parse_records import page_id
 
 from .readers import Rejected, _files_fingerprint, check_inputs
 from .stage import Drop
-from .storage import RemoteFile
+from .storage import RemoteFile, is_url
 
 PDF_SUFFIXES = (".pdf", ".PDF")
 
 
 def page_count(path: Path | RemoteFile | str) -> int | PdfUnreadable:
-    """A document's page count, or why it cannot be read."""
+    """A document's page count, or why it cannot be read. A URL's document stays open in this
+    process's cache (fetched once: the parse stage, if it runs here, reuses it)."""
     try:
+        if is_url(path):
+            return cached_pdf(str(path)).page_count
         doc = open_pdf(path)
     except PdfUnreadable as e:
         return e
