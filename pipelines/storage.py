@@ -462,11 +462,16 @@ class Lease:
 # ---- small files at a path or a URL (the Ray storage probe) --------------------------------------
 
 
-def read_text(path: str | Path) -> str:
+def read_bytes(path: str | Path) -> bytes:
+    """A whole file or object (FileNotFoundError when there is none)."""
     if is_url(path):
         fs, inner = filesystem(str(path))
-        return fs.cat_file(inner).decode()
-    return Path(path).read_text()
+        return fs.cat_file(inner)
+    return Path(path).read_bytes()
+
+
+def read_text(path: str | Path) -> str:
+    return read_bytes(path).decode() if is_url(path) else Path(path).read_text()
 
 
 def write_text(path: str | Path, text: str) -> None:

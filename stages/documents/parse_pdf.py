@@ -79,11 +79,10 @@ def open_pdf(path: str | Path):
 
 def _fetch(url: str) -> bytes:
     """A PDF object's bytes, or PdfUnreadable saying why not (gone, no access, store down)."""
-    from rlclimb.pipelines.storage import filesystem
+    from rlclimb.pipelines.storage import read_bytes
 
     try:
-        fs, inner = filesystem(url)
-        return fs.cat_file(inner)
+        return read_bytes(url)
     except FileNotFoundError:
         raise PdfUnreadable("pdf_not_found", f"{url}: no such object (moved or deleted since the run was listed)") from None
     except Exception as e:  # no credentials, no fsspec backend, endpoint down: say which
