@@ -27,8 +27,18 @@ from collections import Counter
 from typing import Any
 
 from .parse_extension import DELIMITERS, OPERATORS
+from .parse_glyph_pool import (
+    Glyph,
+    GlyphPool,
+    Rule,
+    glyph_spans,
+    is_extension,
+    page_glyphs,
+    page_rules,
+    reading_order,
+    rewrite_line,
+)
 from .parse_math import GlyphMap, line_text
-from .parse_stacked import Glyph, Rule, _extension, _glyphs, _Pool, _rewrite, page_rules, reading_order
 
 _DISPLAY_GAP = (1.33, 1.42)  # a display binomial's row distance, in units of its rows' size
 _TEXT_GAP = (0.98, 1.2)  # a textstyle binomial's (rows at script size: smaller than the parentheses)
@@ -40,7 +50,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     operators with limits rebuilt, the other whole glyphs (big delimiters) as their symbols.
     Returns how many pieces were rebuilt. `textpage`: a MuPDF text page or a
     `parse_math.PageExtraction` of it."""
-    ext = {font for font in (*(glyphs or ()), *DELIMITERS) if _extension(font)}
+    ext = {font for font in (*(glyphs or ()), *DELIMITERS) if is_extension(font)}
     if not ext or not ext & {f[3].split("+", 1)[-1] for f in page.get_fonts()}:
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
@@ -54,11 +64,11 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                     seeds.append(Rule(x0, x1, (y0 + y1) / 2))
     if not seeds:
         return 0
-    lines, chars = _glyphs(blocks, raw, glyphs, seeds)
+    lines, chars = page_glyphs(blocks, raw, glyphs, seeds)
     if not chars:
         return 0
     raw_text = _delimiters(chars, ext)
-    pool = _Pool(chars)
+    pool = GlyphPool(chars)
     touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS}
     sources: dict[int, set[int]] = {}
     rules: list[Rule] | None = None
@@ -100,7 +110,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             g.text, g.blank = text, not text.strip()
     by_line = pool.of_lines(touched)
     for li in touched:
-        _rewrite(lines[li], by_line[li])
+        rewrite_line(lines[li], by_line[li])
     return len(pool.atoms)
 
 
@@ -144,7 +154,7 @@ def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
     # between the pair, down to a \\Bigg one's depth
     inside = [g for g in near if not g.blank and g is not left and g is not right
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
-              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not _extension(g.font)]
+              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not is_extension(g.font)]
     # the row: a delimiter is centred on its row's axis, so the row's baseline lies from a little
     # under its top (a \\big one) to ~1.8 of its size under it (a \\Bigg one)
     full = [g for g in inside if (g.atom or g.size >= 0.8 * size) and g.oy < left.oy + 2.0 * size]
@@ -182,9 +192,8 @@ def _rows(glyphs: list[Glyph], em: float) -> list[list[Glyph]]:
 
 def _text(members: list[Glyph]) -> str:
     """A row's text, its scripts written as `parse_math` writes them."""
-    from .parse_stacked import _spans
 
-    spans = _spans(sorted(members, key=reading_order))
+    spans = glyph_spans(sorted(members, key=reading_order))
     size = max(g.size for g in members)
     return " ".join(line_text(spans, size=size).split())
 
@@ -206,7 +215,7 @@ def _binomial(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
     passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
                and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and abs(g.size - size) < 0.3 * size}
     inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
-    if len(inside) < 2 or any(g.atom or _extension(g.font) for g in inside):
+    if len(inside) < 2 or any(g.atom or is_extension(g.font) for g in inside):
         return None
     em = max(g.size for g in inside)
     rows = _rows(inside, em)
@@ -252,7 +261,7 @@ def _host(near: list[Glyph], taken: set[int], mark: Glyph, x1: float, lo: float,
     baseline between `lo` and `hi`: its line hosts the piece, its baseline is the row's.
     Extension glyphs hang from their origin, so the row's baseline is below it."""
     size = mark.size
-    row = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not _extension(g.font)
+    row = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font)
            and g.size >= 0.8 * size and lo < g.oy < hi
            and (mark.x0 - 3 * size <= g.x1 <= mark.x0 + 0.2 * size or x1 - 0.2 * size <= g.x0 <= x1 + 3 * size)]
     return min(row, key=lambda g: min(abs(g.x1 - mark.x0), abs(g.x0 - x1)), default=None)
@@ -269,12 +278,12 @@ def _limits(op: Glyph, near: list[Glyph], ops: list[Glyph]) -> tuple[Glyph, list
     base, em = host.oy, host.size
     # operators side by side (a double sum) share the small glyphs: each takes those nearest it
     row = [o for o in ops if abs(o.oy - op.oy) < 0.5 * size]
-    scripts = [g for g in near if g is not op and not g.blank and not g.atom and not _extension(g.font)
+    scripts = [g for g in near if g is not op and not g.blank and not g.atom and not is_extension(g.font)
                and g.size < 0.9 * em]
     small = [g for g in scripts if min(row, key=lambda o: abs(o.mid - g.mid)) is op]
     following = min((o.x0 for o in row if o.x0 > op.x0), default=float("inf"))  # the next operator's start
     width = op.x1 - op.x0
-    full = [g for g in near if not (g.blank or g.atom or _extension(g.font)) and g.size >= 0.9 * em]
+    full = [g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size >= 0.9 * em]
     integral = op.text in "∫∮"  # TeX sets an integral's limits after it, others' over and under
     upper = [] if integral else _centred([g for g in small if op.oy - 1.0 * em < g.oy < op.oy + 0.25 * em],
                                          op, width, em, full)
@@ -294,7 +303,7 @@ def _limits(op: Glyph, near: list[Glyph], ops: list[Glyph]) -> tuple[Glyph, list
     return _piece(text, members, host.line, base, em, min(g.x0 for g in members), right), members
 
 
-def _before_rebuilt(op: Glyph, lines: list[dict], blocks: list[dict], pool: _Pool) -> bool:
+def _before_rebuilt(op: Glyph, lines: list[dict], blocks: list[dict], pool: GlyphPool) -> bool:
     """An operator alone on its line, before a line another pass rebuilt (`\\frac{1}{k}`: its
     glyphs are not read here), goes at that line's start. Returns whether it did."""
     size, own = op.size, lines[op.line]
@@ -351,6 +360,6 @@ def _run(glyphs: list[Glyph], start: float, em: float, lead: float) -> list[Glyp
 
 def _piece(text: str, members: list[Glyph], line: int, oy: float, size: float, x0: float, x1: float) -> Glyph:
     # the box of what it holds, less extension glyphs (theirs is the font's ascent to descent)
-    ink = [g for g in members if not (g.blank or _extension(g.font))] or [g for g in members if not g.blank]
+    ink = [g for g in members if not (g.blank or is_extension(g.font))] or [g for g in members if not g.blank]
     return Glyph(text, x0, x1, oy, size, "", line, top=min(g.top for g in ink), bottom=oy, atom=True,
                  y0=min(g.y0 for g in ink), y1=max(g.y1 for g in ink))

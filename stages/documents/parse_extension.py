@@ -22,8 +22,8 @@ import io
 import re
 from typing import Any
 
+from .parse_glyph_pool import is_extension
 from .parse_glyphs import _builtin, _differences
-from .parse_stacked import _extension
 
 _DELIMITERS = {"parenleft": "(", "parenright": ")", "bracketleft": "[", "bracketright": "]",
                "braceleft": "{", "braceright": "}", "angleleft": "⟨", "angleright": "⟩",
@@ -78,7 +78,7 @@ def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
     for pno in range(doc.page_count):
         for xref, _ext, ftype, basefont, *_ in doc.get_page_fonts(pno):
             name = basefont.split("+", 1)[-1]
-            if xref in seen or not _extension(name) or ftype not in ("Type1", "MMType1", "Type1C"):
+            if xref in seen or not is_extension(name) or ftype not in ("Type1", "MMType1", "Type1C"):
                 continue
             seen.add(xref)
             if doc.xref_get_key(xref, "ToUnicode")[0] != "null":

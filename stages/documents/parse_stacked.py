@@ -24,86 +24,22 @@ stacked just above or below another line and centred in it.
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left, bisect_right
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from .parse_glyph_pool import (
+    TOP,
+    Glyph,
+    GlyphPool,
+    Rule,
+    glyph_spans,
+    is_extension,
+    page_glyphs,
+    page_rules,
+    reading_order,
+    rewrite_line,
+)
 from .parse_math import GlyphMap, line_text
-
-# a math extension font (TeX's cmex, its clones): its big radicals read as a letter ("q") or a
-# raw code, so any glyph of it touching an overline's left end is taken as the sign
-_EXTENSION = re.compile(r"(?:^|\+)(?:cm|lm|tx|px|ntx|npx|eu)?ex(?:\d+|[-_][\w-]*)?$|extension", re.I)
-
-
-@lru_cache(maxsize=1024)
-def _extension(font: str) -> bool:
-    """A math extension font's name (asked per glyph, many times: cached per name)."""
-    return bool(_EXTENSION.search(font))
-
-
-_TOP = 0.7  # a glyph's visual top above its baseline, in units of its size (cap height: ~0.7)
-
-
-@dataclass(slots=True, eq=False)
-class Glyph:
-    """One glyph (or a rebuilt fraction/radical: `atom`) of a page, in the JSON line `line`."""
-
-    text: str
-    x0: float
-    x1: float
-    oy: float  # baseline
-    size: float
-    font: str
-    line: int
-    top: float = 0.0  # visual top and bottom (atoms: their extent; glyphs: from size and baseline)
-    bottom: float = 0.0
-    atom: bool = False
-    y0: float = 0.0  # MuPDF's box (for the rewritten line's box)
-    y1: float = 0.0
-    synthetic: bool = False  # a space MuPDF added at a gap (it takes a neighbour's font)
-    blank: bool = field(init=False, default=False)
-
-    @property
-    def mid(self) -> float:
-        return (self.x0 + self.x1) / 2
-
-    def __post_init__(self) -> None:
-        self.blank = not self.text.strip()
-
-
-def reading_order(g: Glyph) -> float:
-    """Where a glyph comes in its row: its middle (a kerned glyph may start before the end of the
-    one before it: "ff" then "e" in "different"); a rebuilt piece, wide, by its start."""
-    return g.x0 if g.atom else (g.x0 + g.x1) / 2
-
-
-@dataclass(slots=True)
-class Rule:
-    x0: float
-    x1: float
-    y: float
-
-    @property
-    def width(self) -> float:
-        return self.x1 - self.x0
-
-
-def page_rules(page: Any) -> list[Rule]:
-    """Thin horizontal strokes and filled rectangles of a page (not white fills: backgrounds)."""
-    rules = []
-    widest = 0.5 * page.rect.width  # wider: a frame's edge or a section rule, not a fraction bar
-    for path in page.get_cdrawings():
-        x0, y0, x1, y1 = path["rect"]
-        if y1 - y0 > 1.6 or not 2.0 <= x1 - x0 <= widest:
-            continue
-        color = path.get("color") if path.get("type") == "s" else path.get("fill")
-        if color is not None and min(color) > 0.9:
-            continue
-        rules.append(Rule(x0, x1, (y0 + y1) / 2))
-    return rules
 
 
 def wants_stacked(blocks: list[dict]) -> bool:
@@ -158,7 +94,7 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
         for ln in b["lines"]:
             bb = ln["bbox"]
             boxes.append((bb["x"], bb["y"], bb["x"] + bb["w"], bb["y"] + bb["h"], ln["font"]["size"] or 1.0,
-                          "√" in ln["text"] or bool(_extension(ln["font"].get("name", "")))))
+                          "√" in ln["text"] or bool(is_extension(ln["font"].get("name", "")))))
     keep = []
     for r in rules:
         above = below = False
@@ -175,71 +111,11 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
     return keep
 
 
-def _on_row(g: Glyph, row: float, size: float, reach: float) -> bool:
-    """A glyph sits in the row whose baseline is `row`: its baseline within `reach` sizes; an
-    extension glyph (a big ∫ or ∑: MuPDF gives it a line of its own) hangs from its origin,
-    which lies above the row's baseline by up to about two sizes."""
-    if _extension(g.font) and not g.atom:
-        return row - 2.2 * size < g.oy < row
-    return abs(g.oy - row) < reach * size
-
-
-class _Pool:
-    """The page's glyphs by baseline (a rule looks only at its neighbourhood), less those taken
-    into rebuilt pieces, plus those pieces."""
-
-    def __init__(self, chars: list[Glyph]) -> None:
-        self.chars = sorted(chars, key=lambda g: g.oy)
-        self.oys = [g.oy for g in self.chars]
-        self.atoms: list[Glyph] = []
-        self.gone: set[int] = set()
-        self.reach = 3 * max(g.size for g in chars)
-
-    def near(self, y: float) -> list[Glyph]:
-        lo, hi = bisect_left(self.oys, y - self.reach), bisect_right(self.oys, y + self.reach)
-        got = [g for g in self.chars[lo:hi] if id(g) not in self.gone]
-        return got + [a for a in self.atoms if id(a) not in self.gone and abs(a.oy - y) < self.reach]
-
-    def take(self, atom: Glyph, members: list[Glyph]) -> None:
-        self.gone.update(id(g) for g in members)
-        self.atoms.append(atom)
-
-    def absorb(self, atom: Glyph, lines: set[int]) -> set[int]:
-        """What is left of the lines a piece took glyphs from, and lines that end right before
-        it or start right after it, join the piece's line when all they hold is on its row
-        (MuPDF set "√", "3" and ", 5)" as lines of their own, and a fraction's row goes on in
-        lines of their own). Returns the lines emptied so."""
-        size = atom.size
-        beside = {g.line for g in self.near(atom.oy) if not g.blank and _on_row(g, atom.oy, size, 0.25)
-                  and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
-        moved = set()
-        others = (lines | beside) - {atom.line}
-        by_line = self.of_lines(others)
-        for li in others:
-            rest = by_line[li]
-            ink = [g for g in rest if not g.blank]
-            on_row = all(_on_row(g, atom.oy, size, 0.25 if g.atom or g.size >= 0.9 * size else 0.6)
-                         for g in ink)  # scripts ride above or below it
-            if ink and on_row and (-0.2 * size < min(g.x0 for g in ink) - atom.x1 < 1.5 * size
-                                   or -0.2 * size < atom.x0 - max(g.x1 for g in ink) < 1.5 * size):
-                for g in rest:
-                    g.line = atom.line
-                moved.add(li)
-        return moved
-
-    def of_lines(self, wanted: set[int]) -> dict[int, list[Glyph]]:
-        """The glyphs (and pieces, after them) left in each of the lines `wanted`: one pass."""
-        out: dict[int, list[Glyph]] = {li: [] for li in wanted}
-        for g in [g for g in (*self.chars, *self.atoms) if g.line in wanted and id(g) not in self.gone]:
-            out[g.line].append(g)
-        return out
-
-
 def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], glyphs: GlyphMap | None) -> int:
-    lines, chars = _glyphs(blocks, raw_blocks, glyphs or {}, rules)
+    lines, chars = page_glyphs(blocks, raw_blocks, glyphs or {}, rules)
     if not chars:
         return 0
-    pool = _Pool(chars)
+    pool = GlyphPool(chars)
     touched: set[int] = set()
     sources: dict[int, set[int]] = {}  # a piece -> the lines it took glyphs from
     for rule in sorted(rules, key=lambda r: r.width):  # narrowest first: what is inside comes first
@@ -256,41 +132,8 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
             touched |= pool.absorb(atom, sources[id(atom)])
     by_line = pool.of_lines(touched)
     for li in touched:
-        _rewrite(lines[li], by_line[li])
+        rewrite_line(lines[li], by_line[li])
     return len(pool.atoms)
-
-
-def _glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
-            rules: list[Rule]) -> tuple[list[dict], list[Glyph]]:
-    """JSON lines near a rule that agree with their raw-dict line, and the glyphs of those lines
-    (only those: a page holds thousands)."""
-    raw_text = [b for b in raw_blocks if b.get("type", 0) == 0]
-    lines: list[dict] = []
-    out: list[Glyph] = []
-    if len(raw_text) != len(blocks):
-        return lines, out
-    for jb, rb in zip(blocks, raw_text, strict=True):
-        if len(jb["lines"]) != len(rb.get("lines", [])):
-            continue
-        for jl, rl in zip(jb["lines"], rb["lines"], strict=True):
-            x0, y0, x1, y1 = rl["bbox"]
-            reach = 3 * (jl["font"]["size"] or 1.0)
-            if not any(y0 - reach < r.y < y1 + reach and x0 - reach < r.x1 and r.x0 < x1 + reach for r in rules):
-                continue
-            if "".join(c["c"] for s in rl["spans"] for c in s["chars"]) != jl["text"]:
-                continue  # the two must agree
-            li = len(lines)
-            lines.append(jl)
-            for s in rl["spans"]:
-                fmap = table.get(s["font"], {})
-                size, font = s["size"], s["font"]
-                for c in s["chars"]:
-                    bx0, by0, bx1, by1 = c["bbox"]
-                    oy = c["origin"][1]
-                    out.append(Glyph(fmap.get(c["c"], c["c"]), bx0, bx1, oy, size, font, li,
-                                     top=oy - _TOP * size, bottom=oy, y0=by0, y1=by1,
-                                     synthetic=c.get("synthetic", False)))
-    return lines, out
 
 
 def _em(rule: Rule, chars: list[Glyph]) -> float:
@@ -298,9 +141,9 @@ def _em(rule: Rule, chars: list[Glyph]) -> float:
     hanging under it (its scripts are smaller, and may be more: "r^{3/2}"; lines of prose
     farther off do not count), leaving out extension-font glyphs (big operators)."""
     return max((round(g.size, 1) for g in chars
-                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not _extension(g.font)
+                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not is_extension(g.font)
                 and (0.05 * g.size < rule.y - g.oy < 0.85 * g.size
-                     or -0.3 * g.size < g.oy - _TOP * g.size - rule.y < 0.55 * g.size)), default=0.0)
+                     or -0.3 * g.size < g.oy - TOP * g.size - rule.y < 0.55 * g.size)), default=0.0)
 
 
 def _row(members: list[Glyph]) -> float:
@@ -311,34 +154,9 @@ def _row(members: list[Glyph]) -> float:
 def _text(members: list[Glyph]) -> str:
     """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them; its
     text size is its biggest glyphs' (few glyphs: "x^{-5}" has more in the script)."""
-    spans = _spans(sorted(members, key=reading_order))
+    spans = glyph_spans(sorted(members, key=reading_order))
     size = max((g.size for g in members if not g.blank), default=None)
     return " ".join(line_text(spans, size=size).split())
-
-
-def _spans(ordered: list[Glyph], size: float | None = None) -> list[dict]:
-    """MuPDF-like spans of glyphs in order: one per run of one font, size and baseline; a gap
-    next to a rebuilt piece or an extension glyph (it had a line of its own) becomes a space,
-    except inside a script (`size`: the line's text)."""
-    spans: list[dict] = []
-    prev: Glyph | None = None
-    for g in ordered:
-        last = spans[-1] if spans else None
-        in_script = size is not None and max(g.size, prev.size if prev else 0) < 0.9 * size
-        if prev is not None and (g.atom or prev.atom or _extension(g.font) or _extension(prev.font)) \
-                and not (g.blank or prev.blank or in_script) and g.x0 - prev.x1 > 0.15 * g.size:
-            spans.append({"text": " ", "size": g.size, "font": "", "flags": 0, "origin": (prev.x1, g.oy),
-                          "bbox": [prev.x1, g.y0, g.x0, g.y1], "atom": True})  # the gap a rebuilt piece had
-            last = None
-        prev = g
-        if last is not None and not g.atom and not last["atom"] and last["font"] == g.font \
-                and last["size"] == g.size and abs(last["origin"][1] - g.oy) < 0.05 * g.size:
-            last["text"] += g.text
-            last["bbox"][2] = g.x1
-            continue
-        spans.append({"text": g.text, "size": g.size, "font": g.font, "flags": 0, "origin": (g.x0, g.oy),
-                      "bbox": [g.x0, g.y0, g.x1, g.y1], "atom": g.atom})
-    return spans
 
 
 def _full(glyphs: list[Glyph], em: float) -> list[Glyph]:
@@ -391,7 +209,7 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
         rows = {g.oy for g in part}
         for g in chars:
-            if id(g) not in taken and not g.blank and not g.atom and not _extension(g.font) \
+            if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font) \
                     and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
                     and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
@@ -426,14 +244,14 @@ def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: fl
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
-    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and _extension(g.font))
+    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and is_extension(g.font))
              and abs(g.x1 - rule.x0) <= 0.3 * g.size
              and g.top - 0.35 * g.size <= rule.y <= g.oy + 0.6 * g.size]
     if not signs:
         return None
     sign = min(signs, key=lambda g: abs(g.x1 - rule.x0))
     em = sign.size
-    if sign.text != "√" and any(_extension(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
+    if sign.text != "√" and any(is_extension(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
                                 and abs(g.oy - sign.oy) < 0.5 * em for g in chars):
         return None  # pieces at both ends of the rule: a brace ("{", rule, "z", rule, "}"), not a root
     under = [g for g in chars if g is not sign and rule.x0 - 0.1 * em <= g.mid <= rule.x1 + 0.1 * em
@@ -480,25 +298,3 @@ def _atom(text: str, members: list[Glyph], line: int, oy: float, size: float, ru
                  y0=min(g.y0 for g in ink), y1=max(g.y1 for g in ink))
 
 
-def _rewrite(line: dict, members: list[Glyph]) -> None:
-    """A JSON line's text and box from the glyphs (and rebuilt pieces) it now holds."""
-    if not members or all(g.blank for g in members):
-        line["text"] = ""
-        return
-    # glyph names were applied when the glyphs were read: no table here. The line's text size is
-    # its biggest glyphs' (a rebuilt piece's long text must not make "u^{-1/2}" all script)
-    # (of those near the biggest, the size most have: a big delimiter from a symbol font is not the text's)
-    big = max((g.size for g in members if not (g.blank or g.atom or _extension(g.font))), default=None)
-    sizes = Counter(round(g.size, 2) for g in members
-                    if not (g.blank or g.atom or _extension(g.font)) and g.size >= 0.9 * (big or 0))
-    top = max(sizes.values(), default=0)
-    size = max((s for s, n in sizes.items() if n == top), default=None)
-    line["text"] = line_text(_spans(sorted(members, key=reading_order), size), size=size)
-    if size:  # the line is now of its text's size (it may have started with a script)
-        line["font"] = {**line["font"], "size": int(size)}  # whole points, as MuPDF's JSON sizes (truncated)
-    x0, x1 = min(g.x0 for g in members), max(g.x1 for g in members)
-    # an extension glyph's box is its font's ascent to descent, whatever it draws: not the line's
-    ink = [g for g in members if not (g.blank or _extension(g.font))] or members
-    y0, y1 = min(g.y0 for g in ink), max(g.y1 for g in ink)
-    # whole points, as MuPDF's JSON boxes are (truncated): a label's x is compared with others'
-    line["bbox"] = {"x": int(x0), "y": int(y0), "w": int(x1 - x0), "h": int(y1 - y0)}
