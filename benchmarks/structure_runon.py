@@ -10,7 +10,9 @@ a new "Exercises" / "Answers" heading, or text that runs on past the next page.
 RUN_DIR: a textbook-pdf run directory (its parse stage's pages are read back; structure is run
 again here on them with the current code, so the counts follow the code, not the run).
 The cues here are deliberately broader than the structure stage's own (any large or short bold
-line counts), so the count is an upper bound that the hand-checked sample calibrates.
+line counts), so the count is an upper bound that the hand-checked sample calibrates. Units that
+only run over 3+ pages are listed apart: most are real long answers (hefferon), some swallowed
+prose; read them.
 """
 
 from __future__ import annotations
@@ -123,28 +125,38 @@ def furniture_signatures(pages: list[dict]) -> set[str]:
 _MATH = re.compile(r"[\\∑∏∫=+<>^_]|\d\s*[−-]\s*\d")
 
 
+def _wordy(t: str) -> bool:
+    """Mostly letters: words, not a figure's axis labels ("0 10 20 30 40") or a formula."""
+    chars = [c for c in t if not c.isspace()]
+    return bool(chars) and sum(c.isalpha() for c in chars) >= 0.6 * len(chars)
+
+
 def cues(unit: dict, furniture: set[str]) -> list[str]:
+    """What the unit's lines after its first read as, besides its own text. A unit that only
+    runs over 3+ pages is counted apart ("long"): long answers are real (hefferon's)."""
     out = []
     lines = unit.get("_lines") or []
     for ln in lines[1:]:
         t = ln.get("text", "").strip()
         if not t or "size" not in ln:
             continue
-        if _in_band(ln, ln["height"]) and _sig(t) in furniture:
-            out.append(f"furniture:{t[:50]}")
-        elif _MATH.search(t) or re.match(r"^(?:Figure|Table|Fig\.)\s", t) or ANSWER_MARKER.match(t) or KEY_PREFIX.match(t):
+        if _MATH.search(t) or re.match(r"^(?:Figure|Table|Fig\.)\s", t) or ANSWER_MARKER.match(t) or KEY_PREFIX.match(t):
             continue  # formulas are set large; a caption is a figure's, not a heading
+        if _in_band(ln, ln["height"]) and _sig(t) in furniture and _wordy(t):
+            out.append(f"furniture:{t[:50]}")
         elif ln["size"] >= 1.12 * ln["body"] and len(t) <= 130 and sum(c.isalpha() for c in t) >= 3:
             out.append(f"big:{t[:50]}")
         elif ln.get("bold") and len(t) <= 80 and len(t.split()) >= 2 and not t[:1] in "(0123456789":
             out.append(f"bold:{t[:50]}")
-        elif zone_of(t) in ("exercises", "answers", "other") and len(t) <= 60:
-            out.append(f"zone:{t[:50]}")
+        elif t[:1].isupper() and zone_of(t) in ("exercises", "answers", "other") and len(t) <= 60:
+            out.append(f"zone:{t[:50]}")  # (a wrapped sentence's last word "solutions." is no heading)
         elif _SECTION_NUMBER.match(t) and len(t) <= 70 and not t.endswith((".", ",", ";")):
             out.append(f"secnum:{t[:50]}")
-    if unit["last_page"] - unit["page"] >= 2:
-        out.append(f"pages:{unit['page']}-{unit['last_page']}")
     return out
+
+
+def long_unit(unit: dict) -> bool:
+    return unit["last_page"] - unit["page"] >= 2
 
 
 def main() -> None:
@@ -158,14 +170,16 @@ def main() -> None:
         furniture = furniture_signatures(pages)
         units = structure(pages)
         flagged = [(u, c) for u in units if (c := cues(u, furniture))]
+        long = [u for u in units if long_unit(u) and not cues(u, furniture)]
         by_kind = Counter(u["kind"] for u in units)
         bad_kind = Counter(u["kind"] for u, _ in flagged)
         by_cue = Counter(c.split(":")[0] for _, cs in flagged for c in set(x.split(":")[0] + ":" for x in cs))
         print(f"{run.name}: " + ", ".join(f"{k} {bad_kind[k]}/{by_kind[k]}" for k in sorted(by_kind))
-              + " flagged; cues " + dict(by_cue).__repr__())
+              + f" flagged; cues {dict(by_cue)!r}; {len(long)} more only long (3+ pages)")
         for u, c in flagged[: args.show]:
             print(f"   p{u['page']}-{u['last_page']} {u['kind']} {u['label']!r}: {c[:3]}")
-
+        for u in long[: args.show]:
+            print(f"   p{u['page']}-{u['last_page']} {u['kind']} {u['label']!r}: long")
 
 if __name__ == "__main__":
     main()
