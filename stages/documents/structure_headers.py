@@ -7,7 +7,8 @@ spaces dropped) sits at about the same height on another page within a window of
 the page's own section appears on a page or two only, so two more cues say "furniture" without
 repetition: the line shares its row with the page number ("CHAPTER 3. GROUPS   29"), or it
 ends with the page's printed number ("0.2 Exercises 13"), the offset between printed and PDF
-page numbers being learned from the document's own margin numbers. The filter holds only that
+page numbers being learned from the document's own margin numbers. A roman page number must
+agree with a neighbour's (a lone "x" atop a page is a variable). The filter holds only that
 window of pages (and a counter of offsets), so memory does not grow with the document.
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from collections.abc import Iterator
+
+from .structure_patterns import roman_value
 
 _PAGE_NUMBER = re.compile(
     r"^(?:[-–—]\s*)?(?:page\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:of|/)\s*\d{1,4})?(?:\s*[-–—])?$", re.IGNORECASE
@@ -34,6 +37,15 @@ def signature(text: str) -> str:
     """A line's identity across pages: its page number (first or last token) masked, case,
     spaces and punctuation dropped. Other digits stay: "Hint. (a) 2" is not "Hint. (a) 292"."""
     return _NON_WORD.sub("", _EDGE_NUMBER.sub("#", text.lower()))
+
+
+_ROMAN_PAGE = re.compile(r"^(?:[-–—]\s*)?(?:page\s*)?([ivxlcdm]{1,7})(?:\s*[-–—])?$", re.IGNORECASE)
+
+
+def _roman(text: str) -> int | None:
+    """The value of a roman page number ("xiv", "Page IX"), else None."""
+    m = _ROMAN_PAGE.match(text.strip())
+    return roman_value(m.group(1).upper()) if m else None
 
 
 def is_page_number(text: str) -> bool:
@@ -140,10 +152,29 @@ class FurnitureFilter:
         self.pages.clear()
         self.done = 0
 
+    def _numbering_agrees(self, page: dict, text: str) -> bool:
+        """A roman page number ("xiv") must agree with its neighbours' numbering: another page
+        in the window carries the roman number its distance predicts (front matter runs i, ii,
+        iii, ...). A lone "x" at the top of a page of body text is a formula's variable. Arabic
+        numbers are taken as they are."""
+        roman = _roman(text)
+        if roman is None:
+            return True
+        number = (page.get("source") or {}).get("page")
+        for other, ocands in self.pages:
+            o = (other.get("source") or {}).get("page")
+            if other is page or o is None or number is None:
+                continue
+            for i, sig, _ in ocands:
+                if sig is not None and _roman(other["lines"][i]["text"]) == roman + (o - number):
+                    return True
+        return False
+
     def _release(self) -> dict:
         page, cands = self.pages[self.done]
         h = page.get("height") or 792.0
-        drop = {i for i, sig, _ in cands if sig is not None and is_page_number(page["lines"][i]["text"])}
+        drop = {i for i, sig, _ in cands if sig is not None and is_page_number(page["lines"][i]["text"])
+                and self._numbering_agrees(page, page["lines"][i]["text"])}
         printed = self._printed_number(page)
         # the row cue trusts only an arabic page number (a lone "x" may be a formula's variable)
         # that agrees with the document's numbering when that is known
