@@ -62,8 +62,8 @@ class Recorder(DocumentBuilder):
         super()._open(kind, label, text, ln, page, **kw)
         self.unit["_lines"] = [self._ln] if self._ln else []
 
-    def _append(self, text, page):
-        super()._append(text, page)
+    def _append(self, text, page, *ln):  # (older code: no line geometry)
+        super()._append(text, page, *ln)
         self.unit.setdefault("_lines", []).append(dict(self._ln, text=text) if self._ln else {"text": text})
 
     def _heading(self, h, size, page):

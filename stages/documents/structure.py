@@ -41,6 +41,7 @@ from .structure_patterns import (
     maybe_heading,
     merge_path,
     number_tokens,
+    opens_legal_block,
     opens_numbered_block,
     parse_heading,
     parse_label,
@@ -79,6 +80,17 @@ def _next_key_inside(text: str, last: int, style: str | None) -> int | None:
         if int(m.group(1)) in (last + 1, last + 2) and m.start() > 0:
             return m.start() + len(m.group(0)) - len(m.group(0).lstrip())
     return None
+
+
+def _page_geometry(lines: list[dict], body: float) -> tuple[float, float]:
+    """A page's own line spacing (the median white space between consecutive lines of body type
+    that follow each other closely) and its text width (left to right edge of its body-type
+    lines): the yardsticks of a paragraph gap and of a full line."""
+    plain = [ln for ln in lines if abs(ln["size"] - body) <= 0.15 * body]
+    gaps = sorted(g for a, b in zip(plain, plain[1:]) if 0 <= (g := b["y0"] - a["y1"]) < body)
+    lead = gaps[len(gaps) // 2] if gaps else 0.3 * body
+    width = max(ln["x1"] for ln in plain) - min(ln["x0"] for ln in plain) if plain else 0.0
+    return lead, width
 
 
 def join_lines(lines: list[str]) -> str:
@@ -169,6 +181,7 @@ class DocumentBuilder:
         self.lines_on_page = 0
         self.next_line: dict | None = None
         self.page_lines: list[dict] = []
+        self.page_lead, self.page_width = 0.0, 0.0  # this page's line spacing and text width
         self.page_continued = False  # this page's lines continued an open item
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
@@ -197,6 +210,7 @@ class DocumentBuilder:
         body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
         self.page_units = 0
         self.page_lines = lines
+        self.page_lead, self.page_width = _page_geometry(lines, body)
         self.page_continued = False
         text_before = len(self.text_lines)
         for i, ln in enumerate(lines):
@@ -260,13 +274,23 @@ class DocumentBuilder:
                 return
         big = not ocr and ln["size"] >= 1.12 * body and len(text) <= 130
         bold = bool(ln.get("bold")) and not ocr
-        if self.unit is not None and not (big or bold) and not could_be_structural(text):
-            self._append(text, page)  # the common case: the open item's text goes on
-            if ended:
-                self._close()
+        if opens_legal_block(text):
+            # a licence ("*** END OF THIS PROJECT GUTENBERG EBOOK", "THE FULL ... LICENSE") in any
+            # type: back matter, whatever zone it interrupts (its "1.A." is no answer key)
+            self._heading(Heading("title", [], None, text.strip(), "other"), ln["size"], page)
             return
+        if self.unit is not None and not (big or bold) and not could_be_structural(text):
+            if not self._ends_paragraph(text, ln, ocr):
+                self._append(text, page, ln)  # the common case: the open item's text goes on
+                if ended:
+                    self._close()
+                return
+            self._close()  # the item was its paragraph; the prose below belongs to no item
         if big and (h := parse_heading(text, big, bold)) is not None and self._plausible_heading(h, text, bold, big, ln, body):
             self._heading(self._aligned_key_heading(h, text), ln["size"], page)
+            return
+        if ocr and (h := parse_heading(text, True)) is not None and h.kind == "section" and self._next_section(h, text):
+            self._heading(h, ln["size"], page)  # an OCR'd page has no type sizes: the numbering says
             return
         if self.zone == "exercises" and (rng := instruction_range(text)) is not None:
             self._close()
@@ -291,8 +315,10 @@ class DocumentBuilder:
             # belongs to no item
             self._close()
             return
+        if self.unit is not None and self._ends_paragraph(text, ln, ocr):
+            self._close()
         if self.unit is not None:
-            self._append(text, page)
+            self._append(text, page, ln)
             if ended:
                 self._close()
         elif self.config.emit_text:
@@ -301,6 +327,38 @@ class DocumentBuilder:
             self.text_lines.append(text)
             if sum(map(len, self.text_lines)) >= self.config.text_chunk_chars:
                 self._flush_text()
+
+    def _ends_paragraph(self, text: str, ln: dict, ocr: bool) -> bool:
+        """Does this line open prose after an exercise has ended? In running text an exercise
+        ("Exercice 2.5.1 : Vérifiez que ..." inside a section) is one paragraph; in an exercise
+        list the next paragraph is as often the exercise's own question ("Find an expression
+        ...", "Assume that ...") as prose after the list, so there the gap must be wider than
+        a paragraph's (a blank line and a half: the space or rule that closes a list) and the
+        list's numbering must not go on below. Several cues must agree besides: the item's
+        previous line (on this page) is at the item's left edge (not a centred display formula)
+        and ended a sentence; this line starts at that edge too (a paragraph indent allowed),
+        in a capital, and runs half the text width or more (prose, not a formula's "Then"); the item
+        carries no worked solution ("Solution:": its paragraphs are the item's)."""
+        u = self.unit
+        prev = u.get("last_ln")
+        if ocr or prev is None or u["kind"] != "exercise" or self.zone not in ("body", "exercises"):
+            return False
+        size, left = ln["size"], u["left"]
+        gap = (0.5 if self.zone == "body" else 1.5) * size
+        t = text.strip()
+        if (not self.prev_text.endswith((".", "?", "!")) or not t[:1].isupper() or _OWN_LINE.match(t)
+                or ln["y0"] - prev["y1"] < self.page_lead + gap
+                or abs(ln["x0"] - left) > 2.5 * size or abs(prev["x0"] - left) > 2.5 * size
+                or ln["x1"] - ln["x0"] < 0.5 * self.page_width):
+            return False
+        if any(_OWN_LINE.match(line) for line in u["lines"]):
+            return False
+        if self.zone == "exercises" and self.seq_last is not None:
+            for below in self.page_lines[self.lines_on_page + 1:]:
+                label = parse_label(below["text"], self.zone, bool(below.get("bold")))
+                if label is not None and number_tokens(label.number)[-1] == str(self.seq_last + 1):
+                    return False
+        return True
 
     # ---- headings and zones --------------------------------------------------------------------
     def _plausible_heading(self, h: Heading, text: str, bold: bool, big: bool, ln: dict | None = None,
@@ -333,6 +391,23 @@ class DocumentBuilder:
         if h.zone or h.kind in ("chapter", "named"):
             return True
         return h.kind == "section" and (bold or big)
+
+    def _next_section(self, h: Heading, text: str) -> bool:
+        """On a page read by OCR (no type sizes), is this line the heading of the section that
+        comes next ("A.5 Inner product and projections" in A.4, "3.1 ..." at the end of chapter
+        2)? The number must continue the current path and the rest read as a title (short, no
+        sentence end, not an instruction "Show that ...")."""
+        path, tokens = [t.removeprefix("app-") for t in self.path], h.tokens
+        if not 2 <= len(tokens) <= len(path) + 1 or not tokens[-1].isdigit():
+            return False
+        t = h.title.strip()
+        if t.endswith((".", "?", ":", ",", ";")) or looks_like_instruction(t) or not is_title_line(t, True):
+            return False
+        k = len(tokens) - 1
+        if k < len(path) and path[k].isdigit() and tokens[:k] == path[:k]:
+            return int(tokens[k]) == int(path[k]) + 1  # the next section at the same level
+        return bool(tokens[0].isdigit() and path and path[0].isdigit() and int(tokens[0]) == int(path[0]) + 1
+                and tokens[1:] == ["1"] * (len(tokens) - 1))  # the next chapter's first section
 
     def _aligned_key_heading(self, h: Heading, text: str, within: int = 10) -> Heading:
         """A heading in a language (or a garbled font) the word lists do not know opens an answer
@@ -480,13 +555,16 @@ class DocumentBuilder:
             "backends": {page.get("backend", "text")}, "quality": page.get("quality", 1.0),
             "instruction": self._instruction_for(number) if kind in ("exercise", "example") and self.zone == "exercises" else None,
             "range": instruction_range,
+            "last_ln": ln if ln.get("y1") is not None else None, "left": ln.get("x0", 0.0),
         }
         self.page_units += 1
 
-    def _append(self, text: str, page: dict) -> None:
+    def _append(self, text: str, page: dict, ln: dict | None = None) -> None:
         u = self.unit
         u["lines"].append(text)
         self.page_continued = True
+        # the last line's geometry, on this page only (a gap across a page break says nothing)
+        u["last_ln"] = ln if page["source"]["page"] == u["last_page"] else None
         if page["source"]["page"] != u["last_page"]:
             u["last_page"] = page["source"]["page"]
             u["backends"].add(page.get("backend", "text"))

@@ -301,6 +301,23 @@ def opens_numbered_block(text: str) -> bool:
     return bool(_NUMBERED_BLOCK.match(t)) and not (ANSWER_MARKER.match(t) or KEY_PREFIX.match(t) or _CAPTION.match(t))
 
 
+# a licence or legal notice opening in any type (Project Gutenberg's is set in small body type):
+# its own wording says so, on a short line of its own
+_LEGAL_BLOCK = re.compile(
+    r"^\W*(?:\*{3}\s*)?(?:END\s+OF\s+(?:THE\s+|THIS\s+)?PROJECT\s+GUTENBERG|End\s+of\s+(?:the\s+)?Project\s+Gutenberg|"
+    r"(?:START:?\s+)?(?:THE\s+)?FULL\s+(?:PROJECT\s+GUTENBERG\s+)?LICEN[CS]E|"
+    r"(?i:GNU\s+(?:Free\s+Documentation|General\s+Public)\s+Licen[cs]e|Creative\s+Commons\s+Legal\s+Code)\W*$)"
+)
+
+
+def opens_legal_block(text: str) -> bool:
+    """A line that opens a licence or legal notice ("*** END OF THIS PROJECT GUTENBERG EBOOK
+    ... ***", "*** START: FULL LICENSE ***", a title line "GNU Free Documentation License",
+    "Creative Commons Legal Code"): what follows is no exercise or answer, whatever its numbering ("1.A.")."""
+    t = text.strip()
+    return len(t.split()) <= 14 and bool(_LEGAL_BLOCK.match(t)) and not t.endswith((",", ";"))
+
+
 # ---- item labels ------------------------------------------------------------------------------------
 @dataclass
 class Label:
