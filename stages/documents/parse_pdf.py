@@ -26,6 +26,7 @@ from pydantic import Field
 
 from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageContext
 
+from .parse_accents import attach_marks, rebuild_accents
 from .parse_delimited import rebuild_delimited
 from .parse_extension import with_extension
 from .parse_glyphs import font_tables
@@ -161,8 +162,10 @@ class ParsePdf(Stage):
             extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
             rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
             rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
+            rebuild_accents(extraction, blocks, glyphs)  # \vec{p}, \hat{x}: pages whose lines hold an accent
             if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                 rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
+            attach_marks(blocks)  # accent marks the glyph pass could not place (they end the line before)
             lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails

@@ -17,8 +17,8 @@ from pathlib import Path
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
-# rebuilt matrices, fractions, radicals and binomials vs raw-text truth: the markup is layout, not content
-_MATRIX_MARKUP = re.compile(r"\\(?:begin|end)\{pmatrix\}|\\(?:frac|sqrt|binom)\b")
+# rebuilt matrices, fractions, radicals, binomials and accents vs raw-text truth: the markup is layout, not content
+_MATRIX_MARKUP = re.compile(r"\\(?:begin|end)\{pmatrix\}|\\(?:frac|sqrt|binom|vec|hat|bar|tilde|dot|ddot|acute|grave|check|breve|mathring)\b")
 
 
 def norm(text: str | None) -> str:
