@@ -24,7 +24,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-
 if "--code" in sys.argv:  # the structure modules of another commit (`git archive`), for a before/after
     import rlclimb.stages.documents as _documents
 
@@ -146,7 +145,7 @@ def cues(unit: dict, furniture: set[str]) -> list[str]:
             out.append(f"furniture:{t[:50]}")
         elif ln["size"] >= 1.12 * ln["body"] and len(t) <= 130 and sum(c.isalpha() for c in t) >= 3:
             out.append(f"big:{t[:50]}")
-        elif ln.get("bold") and len(t) <= 80 and len(t.split()) >= 2 and not t[:1] in "(0123456789":
+        elif ln.get("bold") and len(t) <= 80 and len(t.split()) >= 2 and t[:1] not in "(0123456789":
             out.append(f"bold:{t[:50]}")
         elif t[:1].isupper() and zone_of(t) in ("exercises", "answers", "other") and len(t) <= 60:
             out.append(f"zone:{t[:50]}")  # (a wrapped sentence's last word "solutions." is no heading)

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from helpers.structure_pages import line as _line
+from helpers.structure_pages import page
 from helpers.textbook_gen import BODY, BOLD, FONT, LEADING, MARGIN, PAGE_H, PAGE_W
 
 from rlclimb.pipelines.definitions.textbook_pdf import build
 from rlclimb.pipelines.engine import RunOptions, run_pipeline
 from rlclimb.schemas.io import read_rows
 from rlclimb.stages.documents.structure_headers import FurnitureFilter
-from rlclimb.stages.documents.structure_patterns import is_title_line, opens_numbered_block, parse_heading
+from rlclimb.stages.documents.structure_patterns import (
+    is_title_line,
+    opens_numbered_block,
+    parse_heading,
+)
 
 PROSE = ["Let us return to the curve whose ordinates grow in a constant ratio from one to the next,",
          "so that their logarithms grow by equal steps and the curve of the logarithms is straight.",
@@ -39,6 +45,10 @@ class Book:
         self.page.insert_text((MARGIN, self.y), text, fontname=font, fontsize=size)
         self.y += LEADING * size / BODY + 2
 
+    def prose(self) -> None:
+        for text in PROSE:
+            self.put(text)
+
     def save(self, path: Path) -> Path:
         self.doc.save(path)
         return path
@@ -52,8 +62,7 @@ def swallowing_book(path: Path) -> tuple[Path, dict[str, str]]:
     b.new_page("Growth and decay")  # not repeated: only the page-number cue removes it
     b.put("Chapter 1. Growth", 18, BOLD)
     b.put("1.1 Ratios", 14, BOLD)
-    for text in PROSE:
-        b.put(text)
+    b.prose()
     b.put("Exercises", 12, BOLD)
     for k in range(1, 4):
         stems[f"1.{k}"] = f"Compute {k} + {k + 2} and then the square of the sum, for x = {k}."
@@ -66,19 +75,16 @@ def swallowing_book(path: Path) -> tuple[Path, dict[str, str]]:
     stems["1.5"] = "Find the value of 2 x + 3 for x = 4."
     b.y += 10
     b.put("The Logarithmic Curve.", BODY, BOLD)  # a run-in title in body size: no rule places it
-    for text in PROSE:
-        b.put(text)
+    b.prose()
     b.new_page("1.2 Powers")
     b.put("1.2 Powers", 14, BOLD)
-    for text in PROSE:
-        b.put(text)
+    b.prose()
     b.put("Exercises", 12, BOLD)
     for k in range(1, 3):
         stems[f"2.{k}"] = f"Compute {k} to the power {k + 1}, for n = {k + 1}."
         b.put(f"{k}. {stems[f'2.{k}']}")
     b.put("A Selection of Standard Forms", 12)  # a title in a size below a section's
-    for text in PROSE:
-        b.put(text)
+    b.prose()
     b.new_page("Answers")
     b.put("Answers to Exercises", 14, BOLD)
     for key, answer in (("1.1.1", 40), ("1.1.2", 64), ("1.1.3", 100), ("1.1.4", 4), ("1.1.5", 11), ("1.2.1", 1),
@@ -144,11 +150,6 @@ def test_a_bold_numbered_block_ends_the_item():
     assert not opens_numbered_block("Figure 3.3: the Cayley table")
 
 
-def _line(text: str, y: float, size: float = 10.0) -> dict:
-    return {"text": text, "x0": 72.0, "y0": y, "x1": 72.0 + 5 * len(text), "y1": y + size, "size": size,
-            "bold": False, "block": 0, "line": None}
-
-
 def test_headers_beside_or_ending_with_the_page_number_are_furniture():
     """A header naming the page's section appears once; the page number beside it, or the
     document's offset between printed and PDF numbers, says it is furniture. Body lines that
@@ -161,8 +162,7 @@ def test_headers_beside_or_ending_with_the_page_number_are_furniture():
         body = [_line(f"Body text of page {n} with its own words, long enough to be body type.", 620 + k * 12)
                 for k in range(6)]
         body.append(_line(f"the {'odd' if n % 2 else 'even'} line {n} of the body ends with {n + 10}", 692))  # text
-        pages.append({"id": str(n), "source": {"document": "b.pdf", "page": n}, "pages": 8, "width": 612.0,
-                      "height": 792.0, "backend": "text", "quality": 1.0, "lines": top + body})
+        pages.append(page(n, top + body, pages=8))
     f = FurnitureFilter(window=4)
     out = [p for pg in pages for p in f.feed(pg)] + list(f.flush())
     for p in out:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
+from helpers.structure_pages import line, page
 from helpers.textbook_gen import BODY, BOLD, FONT, LEADING, MARGIN, PAGE_H, PAGE_W
 
 from rlclimb.pipelines.readers_pdf import PdfPageReader
@@ -29,7 +30,7 @@ PROSE = ["We now leave these exercises and return to the growth of a quantity wh
 
 class Page:
     def __init__(self, doc: pymupdf.Document, printed: int):
-        self.page = doc.new_page(width=PAGE_W, height=PAGE_H)
+        self.page = doc.newpage(width=PAGE_W, height=PAGE_H)
         self.page.insert_text((PAGE_W / 2, PAGE_H - 30), str(printed), fontname=FONT, fontsize=8)
         self.y = MARGIN + 20
 
@@ -137,31 +138,21 @@ def test_legal_block_lines():
     assert not opens_legal_block("GNU Free Documentation License, Version 1.3 or any later version")
 
 
-def _line(text: str, y: float, x: float = 72.0, size: float = 10.0, bold: bool = False) -> dict:
-    return {"text": text, "x0": x, "y0": y, "x1": x + 5 * len(text), "y1": y + size, "size": size,
-            "bold": bold, "block": 0, "line": None}
-
-
-def _page(n: int, lines: list[dict], backend: str = "text") -> dict:
-    return {"id": str(n), "source": {"document": "b.pdf", "page": n}, "pages": 9, "width": 612.0,
-            "height": 792.0, "backend": backend, "quality": 1.0, "lines": lines}
-
-
 def test_an_ocr_page_ends_the_item_at_the_next_sections_heading():
     """An OCR'd page carries no type sizes: "A.5 Inner product" in the section after A.4 is the
     next section's heading by its number; "A.4.2 Show that ..." (an instruction) and a
     section number that does not come next are not."""
-    body = [_line(f"Running text of the section, line {k}, with a formula x = {k} in it.", 100 + 14 * k)
+    body = [line(f"Running text of the section, line {k}, with a formula x = {k} in it.", 100 + 14 * k)
             for k in range(4)]
     pages = [
-        _page(1, [_line("A.4 Dimension", 80, size=14, bold=True), *body,
-                  _line("Exercises", 200, size=12, bold=True),
-                  _line("Exercise A.4.1. Find the dimension of the space of 2 by 2 matrices.", 220, bold=True),
-                  _line("Exercise A.4.2. Suppose the column space of a 9 by 5 matrix has dimension 3.", 240, bold=True),
-                  _line("Find its rank.", 254)]),
-        _page(2, [_line("A.7 Determinants of blocks", 80), _line("A.4.3 Show that the rank is 3", 100),
-                  _line("A.5 Inner product and projections", 120),
-                  *[_line(ln["text"], ln["y0"] + 60) for ln in body]], backend="tesseract"),
+        page(1, [line("A.4 Dimension", 80, size=14, bold=True), *body,
+                  line("Exercises", 200, size=12, bold=True),
+                  line("Exercise A.4.1. Find the dimension of the space of 2 by 2 matrices.", 220, bold=True),
+                  line("Exercise A.4.2. Suppose the column space of a 9 by 5 matrix has dimension 3.", 240, bold=True),
+                  line("Find its rank.", 254)]),
+        page(2, [line("A.7 Determinants of blocks", 80), line("A.4.3 Show that the rank is 3", 100),
+                  line("A.5 Inner product and projections", 120),
+                  *[line(ln["text"], ln["y0"] + 60) for ln in body]], backend="tesseract"),
     ]
     units = [u for u in StructureDocument().run(pages, None) if isinstance(u, dict)]
     last = next(u for u in units if u["number"] == "A.4.2")
@@ -174,13 +165,13 @@ def test_a_roman_page_number_must_agree_with_its_neighbours():
     body (a matrix's entry) and a "v" at the foot of one page only stay text."""
     pages = []
     for n in range(1, 11):
-        text = [_line(f"Body text of page {n}, long enough to be the body type of the page.", 300 + 14 * k)
+        text = [line(f"Body text of page {n}, long enough to be the body type of the page.", 300 + 14 * k)
                 for k in range(5)]
-        foot = [_line(["i", "ii", "iii", "iv"][n - 1], 760)] if n <= 4 else [_line(str(n - 4), 760)]
-        top = [_line("x", 60, x=336)] if n == 7 else []
+        foot = [line(["i", "ii", "iii", "iv"][n - 1], 760)] if n <= 4 else [line(str(n - 4), 760)]
+        top = [line("x", 60, x=336)] if n == 7 else []
         if n == 9:
-            foot = [_line("v", 740, x=300), *foot]
-        pages.append(_page(n, top + text + foot))
+            foot = [line("v", 740, x=300), *foot]
+        pages.append(page(n, top + text + foot))
     f = FurnitureFilter(window=4)
     out = [p for pg in pages for p in f.feed(pg)] + list(f.flush())
     texts = {p["source"]["page"]: [ln["text"] for ln in p["lines"]] for p in out}
