@@ -87,7 +87,7 @@ def _page_geometry(lines: list[dict], body: float) -> tuple[float, float]:
     that follow each other closely) and its text width (left to right edge of its body-type
     lines): the yardsticks of a paragraph gap and of a full line."""
     plain = [ln for ln in lines if abs(ln["size"] - body) <= 0.15 * body]
-    gaps = sorted(g for a, b in zip(plain, plain[1:]) if 0 <= (g := b["y0"] - a["y1"]) < body)
+    gaps = sorted(g for a, b in zip(plain, plain[1:], strict=False) if 0 <= (g := b["y0"] - a["y1"]) < body)
     lead = gaps[len(gaps) // 2] if gaps else 0.3 * body
     width = max(ln["x1"] for ln in plain) - min(ln["x0"] for ln in plain) if plain else 0.0
     return lead, width
