@@ -30,7 +30,7 @@ PROSE = ["We now leave these exercises and return to the growth of a quantity wh
 
 class Page:
     def __init__(self, doc: pymupdf.Document, printed: int):
-        self.page = doc.newpage(width=PAGE_W, height=PAGE_H)
+        self.page = doc.new_page(width=PAGE_W, height=PAGE_H)
         self.page.insert_text((PAGE_W / 2, PAGE_H - 30), str(printed), fontname=FONT, fontsize=8)
         self.y = MARGIN + 20
 
