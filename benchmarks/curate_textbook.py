@@ -21,6 +21,9 @@ only: yield and recall need the uncurated sample). `heldout3` (`--split heldout3
 tests/data/textbook_item_labels_heldout3`): 20 items per book drawn blind (seed 2027) from the
 uncurated output of commit 8a26bf6, none matching an earlier label, in their own directory so that
 no tuning round reads them.
+`heldout4` (`--split heldout4 --labels tests/data/textbook_item_labels_heldout4`): a second such set,
+20 items per book drawn blind (seed 2028) from the uncurated output of efede23, none matching a
+heldout3 or earlier label, labeled while curation was being tuned and kept from the tuner until the end.
 """
 
 from __future__ import annotations
