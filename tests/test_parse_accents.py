@@ -136,3 +136,14 @@ def test_a_mark_hung_on_the_line_before_goes_to_the_next_lines_first_letter() ->
     assert [ln["text"] for b in blocks for ln in b["lines"]] == [
         "the number of vectors \\vec{β}_1, . . . ,", "\\vec{β}_k equals the number of free variables",
         "shorten \\vec{p} + c"]
+
+
+def test_a_spacing_accent_after_a_lone_letter_is_its_accent_and_one_in_a_word_is_not() -> None:
+    # lines as the fraction pass wrote them on a real page (OSTP's physics library, p. 141): it
+    # ordered the glyphs by their middles, and an accent over an italic letter is skewed right
+    blocks = [{"lines": [{"text": "Answer:\\vec{E} = \\frac{\\sqrt{2}kQ}{L^2} xˆ + yˆ"}, {"text": "tˆ_{1,φ(1)} · fˆ(θ)"},
+                         {"text": "the sign ˆ alone, aˆb"}]}]
+    assert attach_marks(blocks) == 4
+    assert [ln["text"] for ln in blocks[0]["lines"]] == [
+        "Answer:\\vec{E} = \\frac{\\sqrt{2}kQ}{L^2} \\hat{x} + \\hat{y}", "\\hat{t}_{1,φ(1)} · \\hat{f}(θ)",
+        "the sign ˆ alone, aˆb"]

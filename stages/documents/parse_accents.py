@@ -16,7 +16,9 @@ character pay (for the raw dict, shared with the other glyph passes).
 A line another pass rewrote, or one whose raw glyphs and text disagree, cannot be read glyph by
 glyph: MuPDF hangs the mark of a line's first letter on the end of the line before, which its raw
 dict then lacks. `attach_marks` reads what is left from the text, after the scripts are built:
-a combining mark is its next letter's accent (TeX's drawing order), across a line break too.
+a combining mark is its next letter's accent (TeX's drawing order), across a line break too, and
+a spacing accent right after a lone letter (not inside a word) is that letter's (a pass that
+ordered glyphs by their middles put it there).
 """
 
 from __future__ import annotations
@@ -154,6 +156,12 @@ _COMBINING = "".join(c for c in _ACCENTS if unicodedata.category(c) == "Mn")
 _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_COMBINING}])")
 
 
+# a spacing accent right after a lone letter, where a pass that ordered glyphs by their middles
+# put it (an accent over an italic letter is skewed right of it): "xˆ + yˆ", "tˆ_{1}"
+_SPACING = "\u02c6\u02dc\u00af\u02c9\u02d9\u02c7\u02d8"
+_AFTER = re.compile(rf"(?<![^\W\d_])(?P<letter>[^\W\d_])(?P<mark>[{_SPACING}])(?![^\W\d_])")
+
+
 def attach_marks(blocks: list[dict]) -> int:
     """Combining accent marks still in the lines' text go onto the letter after them, in the
     line or at the start of the next line (MuPDF left the mark on the line before).
@@ -165,13 +173,22 @@ def attach_marks(blocks: list[dict]) -> int:
         placed += 1
         return f"{m['word'] + ' ' if m['word'] else ''}\\{_ACCENTS[m[0][-2]][0]}{{{m['letter']}}}"
 
+    def after(m: re.Match) -> str:
+        nonlocal placed
+        placed += 1
+        return f"\\{_ACCENTS[m['mark']][0]}{{{m['letter']}}}"
+
     lines = [ln for b in blocks for ln in b["lines"]]
     for k, ln in enumerate(lines):
         text = ln.pop("_mark", "") + ln["text"]
         if not any(c in _COMBINING for c in text):
+            ln["text"] = text
             continue
         if text[-1] in _COMBINING and k + 1 < len(lines) and lines[k + 1]["text"][:1].strip():
             lines[k + 1]["_mark"] = text[-1] + lines[k + 1].get("_mark", "")  # the next line's first letter's
             text = text[:-1].rstrip()
         ln["text"] = _MARKED.sub(accent, text)
+    for ln in lines:
+        if any(c in _SPACING for c in ln["text"]):
+            ln["text"] = _AFTER.sub(after, ln["text"])
     return placed
