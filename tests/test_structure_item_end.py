@@ -50,7 +50,8 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     """Section 1.1: two exercises set in its running text (bold labels), each followed by a
     paragraph of prose; the second has a display formula inside it and a sentence after the
     display. Section 1.2: an exercise list whose last exercise has a second paragraph of its
-    own, then a wide gap and prose."""
+    own, then a wide gap and prose. Section 1.3: a last exercise whose question follows a
+    figure (a wide gap) and its caption."""
     doc, stems = pymupdf.open(), {}
     p = Page(doc, 1)
     p.put("Chapter 1. Growth", 18, BOLD)
@@ -77,8 +78,19 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     p.put(second, gap=8)  # the exercise's own second paragraph: a paragraph's gap, no more
     stems["2."] = first[3:] + " " + second
     p.prose(gap=34)  # a wide gap (the space or rule that closes a list), then prose
+    p = Page(doc, 3)
+    p.put("1.3 Work", 14, BOLD)
+    p.prose(gap=0)
+    p.put("Exercises", 12, BOLD, gap=8)
+    lines = ["1. A force is applied to a box on the floor, and the box moves in the direction of the force.",
+             "Figure 1: The force applied to the box, and its displacement divided into N equal parts.",
+             "Show that the work done is the sum of the work done over each of the N parts, for any N."]
+    p.put(lines[0])
+    p.put(lines[1], gap=60)  # a figure's space above its caption: no prose after the list
+    p.put(lines[2])
+    stems["1.@3"] = " ".join(lines)[3:]
     doc.save(path)
-    return path, stems
+    return path, {k if "@" in k else f"{k}@{1 if k.startswith('Exercise') else 2}": v for k, v in stems.items()}
 
 
 def licence_book(path: Path) -> Path:
@@ -117,8 +129,10 @@ def _flat(text: str) -> str:
 
 def test_an_exercise_in_running_text_is_its_paragraph_and_a_list_ends_at_a_wide_gap(tmp_path):
     path, stems = running_text_book(tmp_path / "book.pdf")
-    got = {u["label"]: _flat(u["text"]) for u in units_of(path) if u["kind"] == "exercise"}
-    assert got == stems  # no prose after any of them; Exercise 2 keeps the sentence after its display
+    got = {f"{u['label']}@{u['source']['page']}": _flat(u["text"]) for u in units_of(path) if u["kind"] == "exercise"}
+    # no prose after any of them; Exercise 2 keeps the sentence after its display, the last
+    # exercise of 1.2 its own second paragraph, that of 1.3 its question below a figure
+    assert got == stems
 
 
 def test_a_licence_block_is_back_matter_not_answers(tmp_path):

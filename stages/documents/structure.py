@@ -34,6 +34,7 @@ from .structure_patterns import (
     could_be_structural,
     has_stem_signal,
     instruction_range,
+    is_caption,
     is_contents_page,
     is_title_line,
     key_number,
@@ -337,8 +338,9 @@ class DocumentBuilder:
         list's numbering must not go on below. Several cues must agree besides: the item's
         previous line (on this page) is at the item's left edge (not a centred display formula)
         and ended a sentence; this line starts at that edge too (a paragraph indent allowed),
-        in a capital, and runs half the text width or more (prose, not a formula's "Then"); the item
-        carries no worked solution ("Solution:": its paragraphs are the item's)."""
+        in a capital, and runs half the text width or more (prose, not a formula's "Then"), and is
+        no caption (a figure leaves a wide gap above its caption); the item carries no worked
+        solution ("Solution:": its paragraphs are the item's)."""
         u = self.unit
         prev = u.get("last_ln")
         if ocr or prev is None or u["kind"] != "exercise" or self.zone not in ("body", "exercises"):
@@ -347,7 +349,7 @@ class DocumentBuilder:
         gap = (0.5 if self.zone == "body" else 1.5) * size
         t = text.strip()
         if (not self.prev_text.endswith((".", "?", "!")) or not t[:1].isupper() or _OWN_LINE.match(t)
-                or ln["y0"] - prev["y1"] < self.page_lead + gap
+                or is_caption(t) or ln["y0"] - prev["y1"] < self.page_lead + gap
                 or abs(ln["x0"] - left) > 2.5 * size or abs(prev["x0"] - left) > 2.5 * size
                 or ln["x1"] - ln["x0"] < 0.5 * self.page_width):
             return False

@@ -264,6 +264,11 @@ def _slug(text: str) -> str:
 
 
 _CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Chart|Diagram|Graph)\s", re.IGNORECASE)
+def is_caption(text: str) -> bool:
+    """A figure's or table's caption ("Figure 53: A force is applied ...")."""
+    return bool(_CAPTION.match(text.strip()))
+
+
 _MINOR_WORDS = frozenset("a an and as at by for from in into of on or the to with vs".split())
 
 
