@@ -51,7 +51,7 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     paragraph of prose; the second has a display formula inside it and a sentence after the
     display. Section 1.2: an exercise list whose last exercise has a second paragraph of its
     own, then a wide gap and prose. Section 1.3: a last exercise whose question follows a
-    figure (a wide gap) and its caption."""
+    figure (a wide gap) and its caption. Section 1.4: a list in two columns, then prose."""
     doc, stems = pymupdf.open(), {}
     p = Page(doc, 1)
     p.put("Chapter 1. Growth", 18, BOLD)
@@ -89,6 +89,15 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     p.put(lines[1], gap=60)  # a figure's space above its caption: no prose after the list
     p.put(lines[2])
     stems["1.@3"] = " ".join(lines)[3:]
+    p = Page(doc, 4)
+    p.put("1.4 Powers", 14, BOLD)
+    p.prose(gap=0)
+    p.put("Exercises", 12, BOLD, gap=8)
+    p.put("1. y = 4 x^2 + 1", gap=0)
+    p.y -= LEADING + 2
+    p.put("2. y = 3 x^5 - 2", x=330)  # a list in two columns: the last item in the right one
+    stems["1.@4"], stems["2.@4"] = "y = 4 x^2 + 1", "y = 3 x^5 - 2"
+    p.prose(gap=12)  # prose across the page after a gap: no sentence end above it
     doc.save(path)
     return path, {k if "@" in k else f"{k}@{1 if k.startswith('Exercise') else 2}": v for k, v in stems.items()}
 

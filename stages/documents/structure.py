@@ -83,15 +83,16 @@ def _next_key_inside(text: str, last: int, style: str | None) -> int | None:
     return None
 
 
-def _page_geometry(lines: list[dict], body: float) -> tuple[float, float]:
+def _page_geometry(lines: list[dict], body: float) -> tuple[float, float, float]:
     """A page's own line spacing (the median white space between consecutive lines of body type
-    that follow each other closely) and its text width (left to right edge of its body-type
-    lines): the yardsticks of a paragraph gap and of a full line."""
+    that follow each other closely), its text width and left edge (of its body-type lines): the
+    yardsticks of a paragraph gap, a full line and a column."""
     plain = [ln for ln in lines if abs(ln["size"] - body) <= 0.15 * body]
     gaps = sorted(g for a, b in zip(plain, plain[1:], strict=False) if 0 <= (g := b["y0"] - a["y1"]) < body)
     lead = gaps[len(gaps) // 2] if gaps else 0.3 * body
-    width = max(ln["x1"] for ln in plain) - min(ln["x0"] for ln in plain) if plain else 0.0
-    return lead, width
+    left = min((ln["x0"] for ln in plain), default=0.0)
+    width = max(ln["x1"] for ln in plain) - left if plain else 0.0
+    return lead, width, left
 
 
 def join_lines(lines: list[str]) -> str:
@@ -182,7 +183,7 @@ class DocumentBuilder:
         self.lines_on_page = 0
         self.next_line: dict | None = None
         self.page_lines: list[dict] = []
-        self.page_lead, self.page_width = 0.0, 0.0  # this page's line spacing and text width
+        self.page_lead, self.page_width, self.page_left = 0.0, 0.0, 0.0  # this page's line spacing, text width, left edge
         self.page_continued = False  # this page's lines continued an open item
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
@@ -211,7 +212,7 @@ class DocumentBuilder:
         body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
         self.page_units = 0
         self.page_lines = lines
-        self.page_lead, self.page_width = _page_geometry(lines, body)
+        self.page_lead, self.page_width, self.page_left = _page_geometry(lines, body)
         self.page_continued = False
         text_before = len(self.text_lines)
         for i, ln in enumerate(lines):
@@ -340,18 +341,22 @@ class DocumentBuilder:
         and ended a sentence; this line starts at that edge too (a paragraph indent allowed),
         in a capital, and runs half the text width or more (prose, not a formula's "Then"), and is
         no caption (a figure leaves a wide gap above its caption); the item carries no worked
-        solution ("Solution:": its paragraphs are the item's)."""
+        solution ("Solution:": its paragraphs are the item's). An item set in a right-hand
+        column ends, after a gap, at a line that runs across the columns from the page's left."""
         u = self.unit
         prev = u.get("last_ln")
         if ocr or prev is None or u["kind"] != "exercise" or self.zone not in ("body", "exercises"):
             return False
         size, left = ln["size"], u["left"]
-        gap = (0.5 if self.zone == "body" else 1.5) * size
         t = text.strip()
-        if (not self.prev_text.endswith((".", "?", "!")) or not t[:1].isupper() or _OWN_LINE.match(t)
-                or is_caption(t) or ln["y0"] - prev["y1"] < self.page_lead + gap
-                or abs(ln["x0"] - left) > 2.5 * size or abs(prev["x0"] - left) > 2.5 * size
-                or ln["x1"] - ln["x0"] < 0.5 * self.page_width):
+        if not t[:1].isupper() or _OWN_LINE.match(t) or is_caption(t) or ln["x1"] - ln["x0"] < 0.5 * self.page_width:
+            return False
+        lead = ln["y0"] - prev["y1"] - self.page_lead
+        across = (left > self.page_left + 0.3 * self.page_width and ln["x0"] < left - 2.5 * size
+                  and ln["x1"] > left + size and lead >= 0.5 * size)
+        if not across and (
+                not self.prev_text.endswith((".", "?", "!")) or lead < (0.5 if self.zone == "body" else 1.5) * size
+                or abs(ln["x0"] - left) > 2.5 * size or abs(prev["x0"] - left) > 2.5 * size):
             return False
         if any(_OWN_LINE.match(line) for line in u["lines"]):
             return False
