@@ -1,7 +1,8 @@
 """Where an item's text ends, part 2 (issues 15/16): an exercise set in running text is its one
 paragraph (lebl: the section's prose ran on as the exercise), the last exercise of a list stops
 at prose set apart by a wide gap (thompson (9)) but keeps its own second paragraph, a licence
-block is back matter (thompson's Project Gutenberg licence was read as answers "1.A." ...), an
+block is back matter (thompson's Project Gutenberg licence was read as answers "1.A." ...), a
+footnote is skipped (levin's "8from Problem Solving ..." ended exercise 9), an
 OCR'd page's next section heading ends the item (no type sizes there), and a lone "x" atop a
 page is a formula's variable, not roman page 10 (strickland p25).
 
@@ -102,6 +103,33 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     return path, {k if "@" in k else f"{k}@{1 if k.startswith('Exercise') else 2}": v for k, v in stems.items()}
 
 
+def footnote_book(path: Path) -> tuple[Path, dict[str, str]]:
+    """An exercise list whose second exercise runs onto the next page, with a footnote (small
+    type, a mark, at the page's foot) between its two halves; a small-type line of a formula
+    at the foot of the next page, without a mark, stays."""
+    doc, stems = pymupdf.open(), {}
+    p = Page(doc, 1)
+    p.put("1.1 Graphs", 14, BOLD)
+    p.prose(gap=0)
+    p.put("Exercises", 12, BOLD, gap=8)
+    stems["1."] = "Prove that any planar graph must have a vertex of degree 5 or less, using Euler's formula."
+    p.put("1. " + stems["1."])
+    p.y = PAGE_H - 150
+    p.put("2. Help the knight find a seating arrangement for the round table, and explain what the")
+    p.put("8from Problem Solving through Recreational Mathematics, by Averbach and Chein, 1999", 7, gap=30)
+    p.put("and a second line of the same footnote in the same small type at the foot of the page.", 7)
+    p = Page(doc, 2)
+    p.put("problem has to do with graphs whose vertices have degree 2 exactly, for n = 8 knights.")
+    p.y = PAGE_H - 120
+    p.put("3. Show that the sum of the degrees is even, for every graph on n vertices, n = 1, 2, 3.")
+    p.put("k = 2", 7, x=300)
+    stems["2."] = ("Help the knight find a seating arrangement for the round table, and explain what the "
+                   "problem has to do with graphs whose vertices have degree 2 exactly, for n = 8 knights.")
+    stems["3."] = "Show that the sum of the degrees is even, for every graph on n vertices, n = 1, 2, 3. k = 2"
+    doc.save(path)
+    return path, stems
+
+
 def licence_book(path: Path) -> Path:
     """An answer key, then Project Gutenberg's end notice and licence in small type, numbered
     "1.A.", "1.B." like answers."""
@@ -141,6 +169,12 @@ def test_an_exercise_in_running_text_is_its_paragraph_and_a_list_ends_at_a_wide_
     got = {f"{u['label']}@{u['source']['page']}": _flat(u["text"]) for u in units_of(path) if u["kind"] == "exercise"}
     # no prose after any of them; Exercise 2 keeps the sentence after its display, the last
     # exercise of 1.2 its own second paragraph, that of 1.3 its question below a figure
+    assert got == stems
+
+
+def test_a_footnote_is_no_items_text(tmp_path):
+    path, stems = footnote_book(tmp_path / "book.pdf")
+    got = {u["label"]: _flat(u["text"]) for u in units_of(path) if u["kind"] == "exercise"}
     assert got == stems
 
 

@@ -14,7 +14,8 @@ small window of pages (for running-header detection) and the item being read. Pe
 Items inside an exercise zone must continue the label sequence (3 after 2, or a bold label),
 which keeps equations and numbered sub-lists from posing as exercises. An item ends at the
 next label, at a heading (placed or not: a short title line in bold or large type ends it
-even when the rules cannot tell which heading it is) and at a running header (removed first).
+even when the rules cannot tell which heading it is) and at a running header (removed first);
+footnotes (small type ending the page, opened by a mark) are skipped, not appended.
 """
 
 from __future__ import annotations
@@ -93,6 +94,22 @@ def _page_geometry(lines: list[dict], body: float) -> tuple[float, float, float]
     left = min((ln["x0"] for ln in plain), default=0.0)
     width = max(ln["x1"] for ln in plain) - left if plain else 0.0
     return lead, width, left
+
+
+_FOOTNOTE_MARK = re.compile(r"^(?:[∗*†‡§¶]|\d{1,2}(?=[A-Za-z][a-z]{2,}\b)|\d{1,2}\s+(?=[A-Z][a-z]+\b))")
+
+
+def footnote_lines(lines: list[dict], body: float, height: float) -> set[int]:
+    """The page's footnotes: from a line in small type in the page's lower part that opens with
+    a footnote mark ("∗. Charles Émile Picard ...", "8from Problem Solving ...", "4The results
+    ..."), when every line below it is in small type too (the block ends the page)."""
+    small = [ln["size"] <= 0.85 * body for ln in lines]
+    for i, ln in enumerate(lines):
+        if small[i] and ln["y0"] > 0.7 * height and _FOOTNOTE_MARK.match(ln["text"].lstrip()):
+            below = [k for k, o in enumerate(lines) if o["y0"] >= ln["y0"] - 1]
+            if all(small[k] for k in below):
+                return set(below)
+    return set()
 
 
 def join_lines(lines: list[str]) -> str:
@@ -215,10 +232,12 @@ class DocumentBuilder:
         self.page_lead, self.page_width, self.page_left = _page_geometry(lines, body)
         self.page_continued = False
         text_before = len(self.text_lines)
+        notes = set() if ocr else footnote_lines(lines, body, page.get("height") or 792.0)
         for i, ln in enumerate(lines):
             self.lines_on_page = i
             self.next_line = lines[i + 1] if i + 1 < len(lines) else None
-            self._line(ln, page, body, ocr)
+            if i not in notes:  # a footnote is no item's text (the item may go on overleaf)
+                self._line(ln, page, body, ocr)
         if may_drop and self.page_units == 0 and self.unit is None:
             self.text_lines.clear()
             yield from self._take()
