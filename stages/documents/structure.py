@@ -14,8 +14,11 @@ small window of pages (for running-header detection) and the item being read. Pe
 Items inside an exercise zone must continue the label sequence (3 after 2, or a bold label),
 which keeps equations and numbered sub-lists from posing as exercises. An item ends at the
 next label, at a heading (placed or not: a short title line in bold or large type ends it
-even when the rules cannot tell which heading it is) and at a running header (removed first);
-footnotes (small type ending the page, opened by a mark) are skipped, not appended.
+even when the rules cannot tell which heading it is), at a running header (removed first), at
+a licence block (back matter), at prose after a paragraph gap (`_ends_paragraph`: several
+layout cues measured against the page's own line spacing and text width) and, on an OCR'd page
+without type sizes, at the next section's numbered heading. Footnotes (small type ending the
+page, opened by a mark) are skipped, not appended.
 """
 
 from __future__ import annotations
