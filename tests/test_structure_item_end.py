@@ -52,7 +52,9 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     paragraph of prose; the second has a display formula inside it and a sentence after the
     display. Section 1.2: an exercise list whose last exercise has a second paragraph of its
     own, then a wide gap and prose. Section 1.3: a last exercise whose question follows a
-    figure (a wide gap) and its caption. Section 1.4: a list in two columns, then prose."""
+    figure (a wide gap) and its caption. Section 1.4: a list in two columns, then prose.
+    Section 1.5: a running-text exercise ending at a page's foot, prose overleaf; another whose
+    sentence goes on overleaf."""
     doc, stems = pymupdf.open(), {}
     p = Page(doc, 1)
     p.put("Chapter 1. Growth", 18, BOLD)
@@ -99,6 +101,21 @@ def running_text_book(path: Path) -> tuple[Path, dict[str, str]]:
     p.put("2. y = 3 x^5 - 2", x=330)  # a list in two columns: the last item in the right one
     stems["1.@4"], stems["2.@4"] = "y = 4 x^2 + 1", "y = 3 x^5 - 2"
     p.prose(gap=12)  # prose across the page after a gap: no sentence end above it
+    p = Page(doc, 5)
+    p.put("1.5 Rules", 14, BOLD)
+    p.prose(gap=0)
+    p.y = PAGE_H - 100
+    stems["Exercise 3.@5"] = "Verify these rules from the definitions, for x = 1."
+    p.put("Exercise 3. " + stems["Exercise 3.@5"], font=BOLD, gap=8)  # a paragraph's short last line
+    p = Page(doc, 6)
+    p.prose(gap=0)  # overleaf: the section's prose, no gap to see
+    p.y = PAGE_H - 100
+    p.put("Exercise 4. Show that the rule holds for every real number x and for every integer n, and", font=BOLD)
+    p = Page(doc, 7)
+    p.put("Then use it to find the value of the sum at x = 2, and compare the two of them, for n = 3.")
+    stems["Exercise 4.@6"] = ("Show that the rule holds for every real number x and for every integer n, and "
+                              "Then use it to find the value of the sum at x = 2, and compare the two of them, for n = 3.")
+    p.prose()
     doc.save(path)
     return path, {k if "@" in k else f"{k}@{1 if k.startswith('Exercise') else 2}": v for k, v in stems.items()}
 

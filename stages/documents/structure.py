@@ -204,6 +204,8 @@ class DocumentBuilder:
         self.next_line: dict | None = None
         self.page_lines: list[dict] = []
         self.page_lead, self.page_width, self.page_left = 0.0, 0.0, 0.0  # this page's line spacing, text width, left edge
+        self.prev_right = 0.0
+        self.page_number: int | None = None
         self.page_continued = False  # this page's lines continued an open item
         self.zone_size = 0.0  # font size of the heading that opened the current zone
         self.answers_in_chapter = False  # the answer zone was opened under a larger chapter heading
@@ -232,6 +234,8 @@ class DocumentBuilder:
         body = self.sizes.most_common(1)[0][0] if self.sizes else 10.0
         self.page_units = 0
         self.page_lines = lines
+        self.page_number = number
+        self.prev_right = self.page_left + self.page_width  # the previous page's right edge
         self.page_lead, self.page_width, self.page_left = _page_geometry(lines, body)
         self.page_continued = False
         text_before = len(self.text_lines)
@@ -364,7 +368,9 @@ class DocumentBuilder:
         in a capital, and runs half the text width or more (prose, not a formula's "Then"), and is
         no caption (a figure leaves a wide gap above its caption); the item carries no worked
         solution ("Solution:": its paragraphs are the item's). An item set in a right-hand
-        column ends, after a gap, at a line that runs across the columns from the page's left."""
+        column ends, after a gap, at a line that runs across the columns from the page's left.
+        Overleaf (no gap to see) a running-text exercise ends when its last line on the page
+        before was short and ended a sentence: a paragraph's last line."""
         u = self.unit
         prev = u.get("last_ln")
         if ocr or prev is None or u["kind"] != "exercise" or self.zone not in ("body", "exercises"):
@@ -373,6 +379,14 @@ class DocumentBuilder:
         t = text.strip()
         if not t[:1].isupper() or _OWN_LINE.match(t) or is_caption(t) or ln["x1"] - ln["x0"] < 0.5 * self.page_width:
             return False
+        if u["ln_page"] != self.page_number:
+            if self.zone != "body":
+                return False
+            # overleaf in running text: the previous page's last line of the item was a short
+            # one that ended a sentence (a paragraph's last line), this one starts at the edge
+            return (self.prev_text.endswith((".", "?", "!")) and prev["x1"] < self.prev_right - 3 * size
+                    and abs(ln["x0"] - left) <= 2.5 * size and abs(prev["x0"] - left) <= 2.5 * size
+                    and not any(_OWN_LINE.match(line) for line in u["lines"]))
         lead = ln["y0"] - prev["y1"] - self.page_lead
         across = (left > self.page_left + 0.3 * self.page_width and ln["x0"] < left - 2.5 * size
                   and ln["x1"] > left + size and lead >= 0.5 * size)
@@ -584,7 +598,7 @@ class DocumentBuilder:
             "backends": {page.get("backend", "text")}, "quality": page.get("quality", 1.0),
             "instruction": self._instruction_for(number) if kind in ("exercise", "example") and self.zone == "exercises" else None,
             "range": instruction_range,
-            "last_ln": ln if ln.get("y1") is not None else None, "left": ln.get("x0", 0.0),
+            "last_ln": ln if ln.get("y1") is not None else None, "ln_page": src["page"], "left": ln.get("x0", 0.0),
         }
         self.page_units += 1
 
@@ -592,8 +606,7 @@ class DocumentBuilder:
         u = self.unit
         u["lines"].append(text)
         self.page_continued = True
-        # the last line's geometry, on this page only (a gap across a page break says nothing)
-        u["last_ln"] = ln if page["source"]["page"] == u["last_page"] else None
+        u["last_ln"], u["ln_page"] = ln, page["source"]["page"]  # the last line's geometry, and its page
         if page["source"]["page"] != u["last_page"]:
             u["last_page"] = page["source"]["page"]
             u["backends"].add(page.get("backend", "text"))
