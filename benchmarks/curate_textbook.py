@@ -90,6 +90,9 @@ def match_score(label: dict, record: dict) -> float:
 
 
 def find(label: dict, records: list[dict], threshold: float = 0.6) -> dict | None:
+    # only a record on the label's page can reach the threshold (another page scores at most 0.5),
+    # so the costly text match runs on those alone
+    records = [r for r in records if (r.get("source") or {}).get("page") == label.get("page")] if threshold > 0.5 else records
     best = max(records, key=lambda r: match_score(label, r), default=None)
     return best if best is not None and match_score(label, best) >= threshold else None
 
