@@ -293,3 +293,75 @@ def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
 def test_malformed_rebuilt_markup_is_layout_damage(answer, damaged):
     found = layout_damage("Find the value.", answer)
     assert (found is not None and found.reason == "layout_damaged" and found.sure) == damaged
+
+
+# fourth round (blind heldout3 misses): notation no older cue named, asks joined by a semicolon,
+# context from elsewhere, final answers stated in prose, an outcome the question offers
+@pytest.mark.parametrize("question,answer", [
+    ("(challenging): Find all the x that make the matrix inverse 1 2] 1 x have only integer entries.", "1 and 3"),  # OSTP/Lebl
+    ("What will be the diameter of the (laminar) water stream a distance x below the bottom of the tank?",
+     "2r = d h \\sqrt{4} \\sqrt{h+x} 1"),
+    ("Express the angular momentum of the Earth after the meteorite hits.", "2 \\sqrt{5}M_⊕R^2⊕+ mR^2 ⊕\\sqrt{d+∆t} 2π"),
+])
+def test_scrambled_but_well_formed_notation_is_layout_damage(question, answer):
+    assert (layout_damage(question, answer).reason, layout_damage(question, answer).sure) == ("layout_damaged", True)
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Find the interval where f is increasing.", "[0, 1)"),  # half-open: round and square brackets count as one kind
+    ("Solve the systems.\na) x + y = 2\nb) (x − 1) = 3", "x = 4"),  # part labels close no bracket
+    ("Find the roots.", "\\frac{1}{2} and 1"),
+    ("Simplify.", "x = \\sqrt{2}, 1"),
+])
+def test_brackets_and_numbers_that_read_are_no_damage(question, answer):
+    assert layout_damage(question, answer) is None
+
+
+def test_a_semicolon_joins_two_asks():
+    q = ("Determine the Galois groups of each of the following polynomials in Q[x]; hence, determine the solvability by "
+         "radicals of each of the polynomials.\n(c) x^3 −5")
+    assert ("partial_answer", True) in reasons(rec(q, "S_3", "expression", "c"))
+    # one stated value per ask answers both (Thompson: "find the time ...; and when ...")
+    q2 = "A body moves so that s = 3t^2 − 39t. Find when the velocity is zero; find also when it is 24."
+    assert "partial_answer" not in [r for r, _ in reasons(rec(q2, "n = 2, n = 11.", "expression"))]
+
+
+def test_context_printed_elsewhere_is_flagged():
+    assert ("needs_context", True) in reasons(rec("Are the two graphs below equal? Explain.", "No", "boolean"))
+    assert ("needs_context", False) in reasons(rec("Using the data above, find the mean.", "4.5", "numeric"))
+    assert "needs_context" not in [r for r, _ in reasons(rec("Find the mean of 3, 4, 5 and 6.", "4.5", "numeric"))]
+
+
+@pytest.mark.parametrize("question,answer,final", [
+    ("Is the original statement true or false? Prove your answer.",
+     "False. For example, a = 3 and b = 5. a + b = 8, but neither a nor b are even", "False"),  # Levin
+    ("(d) Does v lie in span(a_1, a_2)?", "Yes, it is easy to see by inspection that v = (a_1+a_2)/5 = 0.2a_1+0.2a_2", "Yes"),
+    ("From how high did the cousin throw the egg?", "The egg was thrown an initial height of 2.75 m above the ground", "2.75 m"),
+    ("How many ways are there to arrange the books on the shelf?", "so there are 120 ways to do it.", "120"),
+])
+def test_verifiable_takes_a_final_answer_out_of_prose(question, answer, final):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "short_answer"}, CTX)
+    assert (out["answer"], out["solution"]) == (final, answer)
+    assert "not_checkable" not in [r for r, _ in reasons(rec(question, out["answer"], out["answer_type"]))]
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("How many subsets contain one element? How many doubletons are there?", "There are 10 singletons. There are 45 doubletons"),
+    ("Find all groups of order 8.", "There are five different groups of order 8."),  # no value: a hint's sentence
+    ("How many ways are there to seat the guests?", "There are 6 guests at 2 tables and 120 ways."),  # three values
+])
+def test_prose_without_one_clear_final_value_stays_prose(question, answer):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "short_answer"}, CTX)
+    assert isinstance(out, Drop) or out["answer"] == answer
+
+
+def test_a_value_the_question_gives_is_not_the_final_answer():
+    out = VerifiableStage().embedded({"question": "How many ways are there to seat 5 people?", "answer": "There are 5 people and 120 ways.",
+                                      "question_type": "short_answer"}, CTX)
+    assert out["answer"] == "120"
+
+
+def test_an_outcome_the_question_offers_is_no_leak():
+    q = "Give the size of the product or state “not defined”.\n(c) a 2×3 matrix times a 2×1 matrix"
+    assert leak(q, "Not defined", "text") is None
+    assert leak("Is the map defined? Here the map is not defined on 0.", "not defined", "text") is not None

@@ -33,6 +33,8 @@ ITEMS = {  # real Judson / Levin items as the text layer gives them
     # Hefferon: a verdict with its reason, but on a flattened column vector the rules cannot read
     "prose_verdict": ("Decide if these matrices are matrix equivalent: the 2×2 matrices with rows 1, 3 / 2, 6 and 1, 3 / 2, −6.",
                       "No, they have different ranks"),
+    # OSTP-like: data printed before the item (unsure by the rules: the stem may hold it; the model drops it)
+    "context": ("Using the data above, find the average speed of the cart in m/s.", "4.5"),
 }
 
 
@@ -46,6 +48,8 @@ def script(body, n):
         return Reply(json.dumps({"usable": False, "reason": "not_checkable", "evidence": "two counts inside sentences"}))
     if "sine curve" in prompt:  # models wrap JSON in fences and prose; the client takes the object out
         return Reply('Both asks are answered.\n```json\n{"usable": true, "reason": "ok", "evidence": "Volume = 4.9348; area = 12.57"}\n```')
+    if "Using the data above" in prompt:  # v3 lets the model name a missing context
+        return Reply(json.dumps({"usable": False, "reason": "needs_context", "evidence": "the data above is not in the item"}))
     if "matrix equivalent" in prompt:  # usable with a reason other than ok: still kept, the verdict is what counts
         return Reply(json.dumps({"usable": True, "reason": "not_checkable", "evidence": "'No' is the verdict"}))
     return Reply("unexpected prompt", status=500)
@@ -72,8 +76,10 @@ def test_llm_path_asks_only_about_unsure_items(llm_server, tmp_path):
     prompts = [r["messages"][0]["content"] for r in llm_server.requests]
     assert (ledger["two_counts"]["reason"], ledger["two_counts"]["model"]) == ("not_checkable", "local")
     assert "two counts inside sentences" in ledger["two_counts"]["detail"]
-    assert len(prompts) == 5  # the sure hint and the clean item cost no call
-    assert all(p.startswith(load_prompt("usability.v2.txt").split("\n")[0]) for p in prompts)
-    assert all("half-rebuilds notation" in p for p in prompts)  # the default prompt is v2
+    assert (ledger["context"]["reason"], ledger["context"]["model"]) == ("needs_context", "local")
+    assert len(prompts) == 6  # the sure hint and the clean item cost no call
+    assert all(p.startswith(load_prompt("usability.v3.txt").split("\n")[0]) for p in prompts)
+    assert all("the kind of thing asked" in p and "well-formed LaTeX and still scrambled" in p for p in prompts)  # the default is v3
+    assert any("needs_context: refers to 'the data above'" in p for p in prompts)
     assert any("not_checkable: a prose answer of 5 words" in p for p in prompts)
     assert any("layout_damaged: question: a relation sign lost" in p for p in prompts)

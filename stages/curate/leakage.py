@@ -66,10 +66,19 @@ def _equations(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# "Give the size of the product or state “not defined”." answered "Not defined": an outcome the
+# question offers in quotes beside the computation is one of its possible answers, not a giveaway
+_OFFERED = re.compile(r"\b(?:or|else)\s+(?:state|say|write|answer|put|reply|mark|enter)\s+[“\"'‘]([^”\"'’]{1,40})[”\"'’]", re.I)
+
+
+def _offered(question: str, answer: str) -> bool:
+    return any(normalize_text_answer(m.group(1)) == normalize_text_answer(answer) for m in _OFFERED.finditer(question))
+
+
 def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4) -> str | None:
     """Why the answer is given away by the question, or None."""
     ans = strip_math_delimiters(unbox(answer)).strip().rstrip(".")
-    if not ans or answer_type in ("boolean", "choice", "proof"):
+    if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans):
         return None
     if _cue_pattern(ans).search(question):
         return "the question states the answer"
@@ -122,7 +131,7 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "2"
+    version = "3"
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -23,10 +23,16 @@ returns a reason, the evidence, and whether it is sure:
   this proof" critiques; "verify ... for n = 15" tasks whose outcome is given;
 - `no_task`: the question is a bare formula ("y = 2x + 3 3x + 2."): the instruction stayed in the
   exercise set's header.
+- `needs_context`: the task leans on something printed outside the item ("the two graphs below",
+  "the data above", "as before");
+- `layout_damaged` also: a bracket closed that was never opened ("the matrix inverse 1 2] 1 x"), a
+  radical of a perfect square or a lone number left after a rebuilt formula ("d h \\sqrt{4} \\sqrt{h+x} 1").
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
 with a `maybe_` prefix). The LLM path asks the model only about the items with unsure findings;
-its prompt is a versioned file (stages/data/prompts/usability.v2.txt; v1 stays for runs that name it).
+its prompt is a versioned file (stages/data/prompts/usability.v3.txt: kinds and counts of values asked,
+both asks of a stem, scrambled well-formed formulas, context from elsewhere in the book; v1 and v2
+stay for runs that name them).
 """
 
 from __future__ import annotations
@@ -116,7 +122,9 @@ _ASK_SENTENCE = re.compile(r"^\s*(?:find|compute|calculate|determine|evaluate|wh
 
 
 def _sentences(text: str) -> list[str]:
-    return [x for x in re.split(r"(?<=[.?!])\s+|\n+", text) if x.strip()]
+    """Sentences, and the asks a semicolon joins ("Determine the Galois groups ...; hence, determine
+    the solvability ..." asks two things)."""
+    return [x for x in re.split(r"(?<=[.?!])\s+|\n+|;\s*(?:(?:and\s+)?(?:hence|then|also|thus)\s*,?\s*)?(?=(?:find|determine|compute|decide|give|state)\b)", text) if x.strip()]
 
 
 _ASK_SYMBOL = re.compile(r"\b(?:find|compute|calculate|determine|what\s+is)\s+([A-Za-z])\b(?!\s*[(=])", re.I)
@@ -186,7 +194,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
-        if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks):
+        if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks) \
+                or len(re.findall(r"(?<![<>!=≤≥])=(?!=)", answer)) >= len(asks):  # "n = 2, n = 11.": one stated value per ask
             return None  # "Volume = 4.93; area of surface = 12.57": one answer per ask
         if len(answer) < 200:  # one set or a sentence for two asks answers one; a number or a list may answer both
             return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value or bool(re.fullmatch(r"\s*\{.*\}\s*\.?", answer) or re.search(r"\b(?:is|are)\b", answer)))
@@ -224,6 +233,22 @@ def open_ended(question: str, answer: str) -> Finding | None:
         sure = bool(_EXAMPLE_GIVEN.search(answer[:200]))
         return Finding("open_ended", "asks for an example" + ("; one of many is given" if sure else ""), sure)
     return None
+
+
+# ---- context from elsewhere in the book ------------------------------------------------------------
+
+_ELSEWHERE = re.compile(r"\bthe\s+(?:\w+\s+)?(?:data|values|matrix|matrices|functions?|equations?|system|sets?|numbers|results?|information"
+                        r"|list|examples?|statements?|graphs?|polynomials?|vectors?|maps?|relations?)\s+(?:above|below|given\s+(?:above|earlier|before)"
+                        r"|from\s+before|in\s+the\s+(?:text|section|chapter))\b|\b(?:as|like)\s+(?:before|above)\b", re.I)
+
+
+def elsewhere(question: str) -> Finding | None:
+    """"Are the two graphs below equal?", "the data above", "as before": the task leans on something
+    printed outside the item (cleanup drops the numbered references: "Example 3", "the previous
+    exercise"). Graphs below are drawings: sure; the rest may be in the stem: unsure."""
+    if (m := _ELSEWHERE.search(question)) is None:
+        return None
+    return Finding("needs_context", f"refers to {m.group(0)!r}", bool(re.search(r"graphs?\s+below", m.group(0), re.I)))
 
 
 # ---- notation damage --------------------------------------------------------------------------------
@@ -467,6 +492,30 @@ def _malformed_markup(text: str) -> str | None:
     return text[-20:] if depth else None
 
 
+_LABEL_PAREN = re.compile(r"(?:^|\n)\s*(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)|(?:[.:;,]\s+|\s)(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)(?=\s|$)")  # "a) ...", "2) ...": labels close no bracket
+
+
+def _unbalanced_brackets(text: str) -> str | None:
+    """A closing bracket with nothing open before it ("the matrix inverse 1 2] 1 x"): the text layer
+    dropped the rest of a bracketed block (a matrix, a big parenthesis). Round and square brackets
+    count as one kind, so half-open intervals "[0, 1)" balance."""
+    masked = _LABEL_PAREN.sub(" ", re.sub(r"\\[{}\[\]()]|\\(?:left|right|big|Big)\S?", " ", text))
+    depth = 0
+    for i, ch in enumerate(masked):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if depth < 0:
+            return masked[max(0, i - 15):i + 5]
+    return None
+
+
+# a radical of a perfect square ("d h \sqrt{4} \sqrt{h+x} 1"): nobody prints one; the rebuild put a
+# stray digit under a sign whose radicand went elsewhere
+_SQUARE_RADICAND = re.compile(r"\\sqrt\{\s*(?:1|4|9|16|25|36|49|64|81|100)\s*\}")
+# a lone number after rebuilt markup at the end of a formula ("... \sqrt{d+∆t} 2π", "... \sqrt{h+x} 1"):
+# a fraction's denominator or an index that lost its place
+_STRAY_TAIL = re.compile(r"(?:\\(?:sqrt|frac)\{[^{}]*\}(?:\{[^{}]*\})?|[}⊕])[^=,;]{0,12}?(?<![=+−\-,;(])(?<!\band)(?<!\bet)(?<!\bor)\s+\d+π?\s*\.?$")
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
@@ -496,6 +545,10 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
                 found.append(Finding("layout_damaged", f"{where}: {what}: {m.group(0).strip()[:30]!r}", True))
         if (bad := _malformed_markup(text)) is not None:
             found.append(Finding("layout_damaged", f"{where}: rebuilt notation malformed: {bad.strip()[:30]!r}", True))
+        if (bad := _unbalanced_brackets(text)) is not None:
+            found.append(Finding("layout_damaged", f"{where}: a bracket closed that was never opened: {bad.strip()[:30]!r}", True))
+        if where == "answer" and (m := _SQUARE_RADICAND.search(text) or _STRAY_TAIL.search(text)) is not None:
+            found.append(Finding("layout_damaged", f"answer: a rebuilt formula with a stray number: {m.group(0).strip()[:30]!r}", True))
         if (cut := _unbalanced_script(text)) is not None:
             found.append(Finding("layout_damaged", f"{where}: an exponent closed inside its parentheses: {cut[:30]!r}", True))
         if where == "question" and (m := _GLUED_HEADING.search(text)) is not None:
@@ -561,7 +614,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
 
     q, a = record.get("question") or "", (record.get("answer") or "").strip()
     part = json.loads(record.get("meta") or "{}").get("part")
-    out = [hint_answer(a), part_mismatch(q, a, part)]
+    out = [hint_answer(a), part_mismatch(q, a, part), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
                 in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
@@ -573,14 +626,14 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
 # ---- the stage ----------------------------------------------------------------------------------------
 
 Reason = Literal["ok", "hint_answer", "part_mismatch", "partial_answer", "open_ended", "layout_damaged",
-                 "not_checkable", "reference_answer", "answer_mismatch", "no_task"]
+                 "not_checkable", "reference_answer", "answer_mismatch", "no_task", "needs_context"]
 
 
 class UsabilityConfig(CurateConfig):
     on_sure: Action = "drop"
     on_unsure: Action = "tag"  # tag `maybe_<reason>`; the LLM path decides these
     max_text_words: int = 8  # a text answer longer than this is prose the checker cannot compare
-    prompt: str = "usability.v2.txt"  # in stages/data/prompts/ (v1 kept: a run configured with it reproduces)
+    prompt: str = "usability.v3.txt"  # in stages/data/prompts/ (v1, v2 kept: a run configured with one reproduces)
 
 
 class UsabilityReply(BaseModel):
@@ -595,7 +648,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "4"
+    version = "5"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

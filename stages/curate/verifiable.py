@@ -61,6 +61,36 @@ _OR_IMPOSSIBLE = re.compile(r"\b(?:or|else)\s+(?:explain|show|prove|say)\s+why\s
 _IMPOSSIBLE = re.compile(r"^\W*(?:this|that|it|such\s+an?\s+\w+)\s+is\s+(?:not|im)\s*possible\b", re.I)
 
 
+# A yes/no or true/false ask ("Does v lie in span(a_1, a_2)?", "Is the statement true or false? Prove
+# your answer.") answered with its verdict first and the reasoning after: the verdict is the answer.
+_YES_NO_ASK = re.compile(r"(?:^|[.?!:]\s+|\n|\|\s*|\([a-z]\)\s*)(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were)\b[^?]*\?"
+                         r"|\btrue\s+or\s+false\b|\b(?:vrai|faux)\s+ou\s+(?:vrai|faux)\b", re.I)
+_VERDICT_FIRST = re.compile(r"^\W*(yes|no|true|false|oui|non|vrai|faux)\b\s*[,;:.!\u2014-]\s*\S", re.I)
+# One value with its unit in a sentence ("The egg was thrown an initial height of 2.75 m above the
+# ground", "so there are 120 ways"): for a one-quantity ask, that value is the final answer.
+_QUANTITY_ASK = re.compile(r"\bhow\s+(?:many|much|high|far|long|fast|large|big|heavy|tall|deep|wide|often)\b"
+                           r"|\b(?:find|compute|calculate|determine|what\s+is|what\s+was|what\s+will)\s+(?:the\s+)?(?:number|value|height|distance|speed|time|mass|energy|force|probability|total|area|volume|length|temperature|amount|rate)\b", re.I)
+_PROSE_NUMBER = re.compile(r"(?<![\w.,^_{}/−-])(\d+(?:[.,]\d+)?(?:\s*(?:×|x)\s*10\^\{?[−-]?\d+\}?)?)"
+                           r"(\s*(?:%|°[CF]?|(?:k|m|c|M|G|μ|n)?(?:m|g|s|J|N|W|V|A|Hz|Pa|L|K|eV|rad)(?:/s(?:\^2)?)?|m/s(?:\^2)?)(?![A-Za-z]))?")
+
+
+def prose_final(question: str, answer: str) -> str | None:
+    """The final answer a prose answer states though it marks none: the verdict it opens with, for a
+    yes/no ask; the one value (with its unit) it gives, for a one-quantity ask. None when unsure:
+    several asks, several values, or a formula in the prose."""
+    asks = [x for x in re.split(r"(?<=[.?!])\s+|\n+", question) if x.rstrip().endswith("?") or _QUANTITY_ASK.search(x)]
+    if len(asks) > 1:
+        return None
+    if (m := _VERDICT_FIRST.match(answer)) and _YES_NO_ASK.search(question):
+        return {"oui": "Yes", "non": "No", "vrai": "True", "faux": "False"}.get(m.group(1).lower(), m.group(1).capitalize())
+    if not _QUANTITY_ASK.search(question) or re.search(r"[=+^\\<>≤≥]|\d[a-z]\b", answer):
+        return None
+    values = [m for m in _PROSE_NUMBER.finditer(answer) if not re.search(rf"(?<![\d.,]){re.escape(m.group(1))}(?![\d.,])", question)]
+    if len(values) != 1 or len(_PROSE_NUMBER.findall(answer)) > 2:
+        return None
+    return (values[0].group(1) + (values[0].group(2) or "")).strip()
+
+
 def _words(text: str) -> int:
     return len(re.findall(r"[A-Za-z]{2,}", text))
 
@@ -100,7 +130,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "3"
+    version = "4"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -132,9 +162,11 @@ class VerifiableStage(CurateStage):
             return record
         if _SUBJECTIVE.search(q) or _DISCUSSION.match(q) and _words(a) > 8:
             return Drop("open_discussion", "a discussion question with a prose answer")
-        if self.config.extract_final and _words(a) > 6:  # a worked solution that states its final answer
-            final = extract_final_answer(a)
+        if self.config.extract_final and _words(a) > 3:  # a worked solution that states its final answer
+            final = extract_final_answer(a) if _words(a) > 6 else None
             if final and len(final) < len(a) / 2:
+                record = self._use_final(record, final)
+            elif (final := prose_final(q, a)) is not None:
                 record = self._use_final(record, final)
         if _words(record["answer"]) > self.config.max_answer_words:
             return Drop("long_form_answer", f"{_words(a)} words and no stated final answer")
