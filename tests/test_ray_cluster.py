@@ -21,6 +21,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -104,6 +106,40 @@ class Cluster:
     def stop(self) -> None:
         _kill(_ours(str(self.root)))
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def while_killing(cluster: Cluster, *titles: bytes, delay_s: float) -> Iterator[dict[str, int]]:
+    """While the block runs, SIGKILL once per title the first of the cluster's processes whose
+    command line names it (a Ray worker's process title names the task it runs), `delay_s` after
+    seeing it (mid-task). Yields {title: the pid killed}, filled in as the kills happen."""
+    killed: dict[str, int] = {}
+    done = threading.Event()
+
+    def kill() -> None:
+        while not done.is_set() and len(killed) < len(titles):
+            for pid in _ours(str(cluster.root)):
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                for what in titles:
+                    if what in title and what.decode() not in killed:
+                        time.sleep(delay_s)
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                            killed[what.decode()] = pid
+                        except ProcessLookupError:
+                            pass
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    try:
+        yield killed
+    finally:
+        done.set()
+        killer.join(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -333,33 +369,8 @@ def test_pair_with_a_separate_answer_book_and_a_killed_pairing_worker_matches_lo
     inputs = books(tmp_path)
     make = lambda: with_slow_pair(PIPELINES["textbook-pdf"](inputs, {"pair": {"unanswered": "ledger"}}, 2))  # noqa: E731
     local = run_pipeline(make(), tmp_path / "local", RunOptions(progress=False))
-    killed: dict[str, int] = {}
-    done = threading.Event()
-
-    def kill_pairing() -> None:  # the process title names the task a Ray worker runs
-        while not done.is_set() and not killed:
-            for pid in _ours(str(cluster.root)):
-                try:
-                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"pair_group" in title:
-                    time.sleep(0.5)
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                        killed["pair_group"] = pid
-                    except ProcessLookupError:
-                        pass
-                    break
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_pairing, daemon=True)
-    killer.start()
-    try:
+    with while_killing(cluster, b"pair_group", delay_s=0.5) as killed:
         ray_ = run_pipeline(make(), tmp_path / "ray", RunOptions(engine="ray", progress=False))
-    finally:
-        done.set()
-        killer.join(timeout=5)
     assert killed, "the test never saw a pairing worker to kill"
     assert outputs(ray_.run_dir) == outputs(local.run_dir)
     assert pair_parts(ray_.run_dir) == pair_parts(local.run_dir) and len(pair_parts(local.run_dir)) > 5
@@ -420,33 +431,8 @@ def test_killed_worker_mid_global_stage_loses_and_duplicates_nothing(cluster, tm
     write_clusters(src, 1600)
     make = lambda: Pipeline("clusters", JsonlReader([src]), [ImportQA(), MinHashDedup(batch_size=64)], shard_size=16)  # noqa: E731
     local = outputs(run_pipeline(make(), tmp_path / "local", RunOptions(progress=False)).run_dir)
-    killed: dict[str, int] = {}
-    done = threading.Event()
-
-    def kill_workers() -> None:  # the process title names the task a Ray worker runs
-        while not done.is_set() and len(killed) < 2:
-            for pid in _ours(str(cluster.root)):
-                try:
-                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                for what in (b"MinHashSketcher", b"commit_parts"):
-                    if what in title and what.decode() not in killed:
-                        time.sleep(0.05)
-                        try:
-                            os.kill(pid, signal.SIGKILL)
-                            killed[what.decode()] = pid
-                        except ProcessLookupError:
-                            pass
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_workers, daemon=True)
-    killer.start()
-    try:
+    with while_killing(cluster, b"MinHashSketcher", b"commit_parts", delay_s=0.05) as killed:
         result = run_pipeline(make(), tmp_path / "ray", RunOptions(engine="ray", progress=False))
-    finally:
-        done.set()
-        killer.join(timeout=5)
     print("killed:", killed)
     assert "MinHashSketcher" in killed, f"the test never saw a signature worker to kill ({killed})"
     assert outputs(result.run_dir) == local
