@@ -204,3 +204,31 @@ def test_a_radical_index_is_a_glyph_over_the_sign_not_an_exponent_before_it(tmp_
     w.rule(end, over, 150 - 0.8 * S)
     lines = parse_lines(w.save(tmp_path / "index.pdf"))
     assert lines == ["f = 2^n\\sqrt{5}", "g = \\sqrt[3]{27}"]
+
+
+def test_big_parentheses_around_a_rebuilt_fraction_keep_their_place_and_exponent(tmp_path):
+    # (1 + \frac{1}{n})^n as TeX writes it: the text, the big parenthesis, the row, the fraction and
+    # the exponent in drawing order (so MuPDF makes the parenthesis a line of its own between the
+    # prose and the row, as in real books); the fraction pass rewrites the row's line, whose glyphs
+    # the delimiter pass then cannot read
+    EXT.setdefault(18, ("parenleftbigg", 600, 40, 2360))
+    EXT.setdefault(19, ("parenrightbigg", 600, 40, 2360))
+    w = Writer()
+    height = w.page.rect.height
+
+    def text(x: float, y: float, s: str, size: float = S) -> float:  # F0 is Identity-H: glyph ids
+        gids = "".join(f"{FONT.has_glyph(ord(c)):04x}" for c in s)
+        w.ops.append(f"BT /F0 {size} Tf {x:.2f} {height - y:.2f} Td <{gids}> Tj ET")
+        return x + w.width(s, size)
+
+    y = 200
+    x = text(72, y, "the expression ")
+    x = w.centred(x, y, 18)
+    x = text(x, y, "1 + ")
+    end = w.stack(x, y, "1", "n", 0.677 * S, 0.686 * S, S)
+    w.rule(x, end, y - AXIS * S)
+    x = w.centred(end, y, 19)
+    x = text(x + 0.5, y - 0.9 * S, "n", 0.7 * S)
+    text(x, y, " grows")
+    lines = parse_lines(w.save(tmp_path / "paren.pdf"))
+    assert "the expression (1 + \\frac{1}{n})^{n} grows" in lines, lines

@@ -23,6 +23,7 @@ also rewrites the lines it took glyphs from). Only pages that use an extension f
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from typing import Any
 
@@ -99,7 +100,8 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             place(found)
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
-            for piece in _pair(left, pool.near(left.oy)):
+            pieces = _pair(left, pool.near(left.oy))
+            for piece in pieces or filter(None, [_around_rebuilt(left, pool.near(left.oy), lines, blocks)]):
                 place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
@@ -173,6 +175,62 @@ def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
         return []  # cells apart (a row vector's), or MuPDF's lines of its own: left as they are
     host = ordered[0]
     return [(_piece(d.text, [d], host.line, row, em, d.x0, d.x1), [d]) for d in (left, right)]
+
+
+def _around_rebuilt(left: Glyph, near: list[Glyph], lines: list[dict], blocks: list[dict]) -> tuple[Glyph, list[Glyph]] | None:
+    """A big pair around a line another pass rebuilt and nothing else (`\\Big(1 + \\frac{1}{n}\\Big)^n`:
+    the fraction pass rewrote the line, so its glyphs are not read here): one piece, the pair and
+    that line's text, with the scripts after the right one, in the left one's line (where its row
+    joins it); the line is emptied. The right one may be in that line (the other pass took it in)."""
+    right = _partner(left, near)
+    size = left.size
+    top, depth = left.oy - 0.3 * size, left.oy + 3.1 * size  # a delimiter hangs from its origin
+    read = {id(ln) for ln in lines}
+    end = right.x0 + 0.3 * size if right is not None else float("inf")
+    held = sorted((ln for b in blocks for ln in b["lines"] if id(ln) not in read and ln["text"].strip()
+                   and left.x1 - 0.3 * size <= ln["bbox"]["x"] and ln["bbox"]["x"] + ln["bbox"]["w"] <= end
+                   and top < ln["y"] < depth), key=lambda ln: ln["bbox"]["x"])
+    if right is None:  # the nearest rebuilt line right after it
+        held = [ln for ln in held[:1] if ln["bbox"]["x"] <= left.x1 + size]
+    if len(held) != 1 or "\\" not in held[0]["text"]:
+        return None  # not one rebuilt line
+    line = held[0]
+    box = line["bbox"]
+    if right is None:
+        end = box["x"] + box["w"] + 0.3 * size
+    if any(not g.blank and g is not left and g is not right and top < g.oy < depth
+           and left.x1 - 0.3 * size <= g.x0 and g.x1 <= end for g in near):
+        return None  # glyphs read inside: `_pair`'s, a matrix's, or another pair left as it is
+    # delimiters of the font the other pass took in read as their raw codes (control characters)
+    codes = {c: t for c, t in DELIMITERS.get(left.font, {}).items() if unicodedata.category(c) == "Cc"}
+    inner = "".join(codes.get(c, c) for c in line["text"])
+    close = _PAIRS[left.text]
+    if right is None:
+        if not inner.endswith(close):
+            return None
+        inner = inner[: -len(close)]
+        x = box["x"] + box["w"]
+        right = Glyph(close, x, x, left.oy, size, left.font, left.line, top=left.top, bottom=left.bottom,
+                      y0=left.y0, y1=left.y1)
+    if any(unicodedata.category(c) == "Cc" for c in inner) or inner.count(close) != inner.count(left.text):
+        return None  # something unread inside, or pairs that do not balance
+    em = line["font"]["size"] or size
+    # the row's baseline: the text's just before or after the pair (the rebuilt line's own "y" may
+    # be its numerator's)
+    beside = [g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size >= 0.9 * em
+              and top < g.oy < depth and (0 <= left.x0 - g.x1 < 1.5 * em or 0 <= g.x0 - right.x1 < 1.5 * em)]
+    row = min(beside, key=lambda g: min(abs(left.x0 - g.x1), abs(g.x0 - right.x1))).oy if beside else line["y"]
+    # scripts after the right one: small glyphs right after it, raised up to its top or lowered
+    small = sorted((g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size < 0.9 * em
+                    and right.x1 - 0.1 * em <= g.x0), key=lambda g: g.x0)
+    exponent = _run([g for g in small if top < g.oy < row - 0.2 * em], right.x1, em, 0.4)
+    below = _run([g for g in small if row + 0.1 * em < g.oy < depth], right.x1, em, 0.4)  # `\\Big]_0^r`
+    text = (f"{left.text}{inner}{right.text}" + (f"_{{{_text(below)}}}" if below else "")
+            + (f"^{{{_text(exponent)}}}" if exponent else ""))
+    members = [left, right, *exponent, *below]
+    piece = _piece(text, members, left.line, row, em, left.x0, max(g.x1 for g in members))
+    line["text"] = ""
+    return piece, [g for g in members if g.line >= 0 and g in near]
 
 
 def _rows(glyphs: list[Glyph], em: float) -> list[list[Glyph]]:
