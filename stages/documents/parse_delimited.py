@@ -17,6 +17,9 @@ one book:
 - a big operator's limits are small rows centred on it right above its top (the glyph's origin:
   extension glyphs hang from it) and right under the row it sits in; an integral's are small
   glyphs just right of it, raised (upper) or lowered (lower).
+- a big pair around a line the fraction pass rewrote (its glyphs are no longer readable) and
+  nothing else: one piece wrapping that line's text, with the small glyphs right after the right
+  one as its scripts (`(1 + \\frac{1}{n})^{n}`); the right one may be in that line as a raw code.
 Each result is one piece in the line of the glyph it follows (`parse_stacked`'s pool, which
 also rewrites the lines it took glyphs from). Only pages that use an extension font pay.
 """
