@@ -365,3 +365,9 @@ def test_an_outcome_the_question_offers_is_no_leak():
     q = "Give the size of the product or state “not defined”.\n(c) a 2×3 matrix times a 2×1 matrix"
     assert leak(q, "Not defined", "text") is None
     assert leak("Is the map defined? Here the map is not defined on 0.", "not defined", "text") is not None
+
+
+def test_a_format_instruction_is_not_a_second_ask():  # OSTP: "Give your answer as a multiple of mg."
+    q = "What is the value of your apparent weight at the equator? Give your answer as a multiple of mg, your weight on Earth."
+    assert "partial_answer" not in [r for r, _ in reasons(rec(q, "2.62", "numeric"))]
+    assert ("partial_answer", True) in reasons(rec("What is the apparent weight? Give the normal force too.", "2.62", "numeric"))

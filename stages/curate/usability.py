@@ -171,6 +171,10 @@ _ANSWER_JOINS = re.compile(r";|,\s*(?:so|thus|hence|and|donc|et|alors)\b|\.\s+(?
 _HINT_TAIL = re.compile(r"\b(?:hint|indice|astuce|hinweis|pista)\s*:.*$", re.I | re.S)
 
 
+# "Give your answer as a multiple of mg.": how to write the answer, not a second ask
+_FORMAT_ONLY = re.compile(r"\s*(?:give|express|state|write|round|present)\s+(?:your|the|all\s+(?:your|the))\s+(?:final\s+)?(?:answers?|results?)\b", re.I)
+
+
 def partial_answer(question: str, answer: str, answer_type: str | None = None) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
@@ -184,7 +188,7 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
     if _PROVE.search(question) and _FIND.search(question) and _PROOF_TALK.match(answer):
         return Finding("partial_answer", "the question asks to prove and to find; the answer argues", True)
     sentences = _sentences(_HINT_TAIL.sub("", question))  # a hint's question ("Indice: quel type ...?") asks nothing
-    asks = [x for x in sentences if _ASK_SENTENCE.match(x) or x.rstrip().endswith("?")]
+    asks = [x for x in sentences if (_ASK_SENTENCE.match(x) or x.rstrip().endswith("?")) and not _FORMAT_ONLY.match(x)]
     last = next((x for x in reversed(sentences) if x.rstrip().endswith("?")), None)
     if last and _YES_NO.match(last) and verdict_value(answer) is None and len(answer.split()) > 3:
         return Finding("partial_answer", f"a yes/no question ({last[:40]!r}) answered without yes or no", True)
