@@ -371,3 +371,12 @@ def test_a_format_instruction_is_not_a_second_ask():  # OSTP: "Give your answer 
     q = "What is the value of your apparent weight at the equator? Give your answer as a multiple of mg, your weight on Earth."
     assert "partial_answer" not in [r for r, _ in reasons(rec(q, "2.62", "numeric"))]
     assert ("partial_answer", True) in reasons(rec("What is the apparent weight? Give the normal force too.", "2.62", "numeric"))
+
+
+@pytest.mark.parametrize("answer", [
+    "\\frac{1}{4} log_{ε\\frac{1 + x}{1 −x}} + \\frac{1}{2} arc tan x + C.",  # Thompson: the log's argument in its base
+    "Quadratic mean = \\frac{1}{\\sqrt{2}} \\sqrt{A\\frac{2}{1} + A\\frac{2}{3}}",  # A_1^2 stacked as a fraction over 1
+])
+def test_a_fraction_where_none_can_be_is_layout_damage(answer):
+    assert layout_damage("Find the integral.", answer).sure
+    assert layout_damage("Find the integral.", "\\frac{1}{2} log_{ε} x + x_{1}^{2}") is None

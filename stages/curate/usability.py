@@ -515,6 +515,9 @@ def _unbalanced_brackets(text: str) -> str | None:
 # a radical of a perfect square ("d h \sqrt{4} \sqrt{h+x} 1"): nobody prints one; the rebuild put a
 # stray digit under a sign whose radicand went elsewhere
 _SQUARE_RADICAND = re.compile(r"\\sqrt\{\s*(?:1|4|9|16|25|36|49|64|81|100)\s*\}")
+# a fraction inside a subscript ("log_{ε\\frac{1+x}{1−x}}": the log's argument sank into its base) or
+# over 1 ("A\\frac{2}{1}" for A_1^2): a rebuild that stacked the wrong glyphs
+_MISPLACED_FRACTION = re.compile(r"_\{[^{}]*\\frac|\\frac\{[^{}]+\}\{\s*1\s*\}")
 # a lone number after rebuilt markup at the end of a formula ("... \sqrt{d+∆t} 2π", "... \sqrt{h+x} 1"):
 # a fraction's denominator or an index that lost its place
 _STRAY_TAIL = re.compile(r"(?:\\(?:sqrt|frac)\{[^{}]*\}(?:\{[^{}]*\})?|[}⊕])[^=,;]{0,12}?(?<![=+−\-,;(])(?<!\band)(?<!\bet)(?<!\bor)\s+\d+π?\s*\.?$")
@@ -551,6 +554,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
             found.append(Finding("layout_damaged", f"{where}: rebuilt notation malformed: {bad.strip()[:30]!r}", True))
         if (bad := _unbalanced_brackets(text)) is not None:
             found.append(Finding("layout_damaged", f"{where}: a bracket closed that was never opened: {bad.strip()[:30]!r}", True))
+        if (m := _MISPLACED_FRACTION.search(text)) is not None:
+            found.append(Finding("layout_damaged", f"{where}: a fraction rebuilt where none can be: {m.group(0).strip()[:30]!r}", True))
         if where == "answer" and (m := _SQUARE_RADICAND.search(text) or _STRAY_TAIL.search(text)) is not None:
             found.append(Finding("layout_damaged", f"answer: a rebuilt formula with a stray number: {m.group(0).strip()[:30]!r}", True))
         if (cut := _unbalanced_script(text)) is not None:
