@@ -5,7 +5,10 @@ not share the run directory fails the run loudly.
 The cluster is started once for the module: `ray start --head` plus a second `ray start
 --address` worker node, both on 127.0.0.1 with one CPU each (token auth with a token file of
 our own, so an operator's ~/.ray/auth_token cannot get in the way), and torn down by killing
-exactly the processes that run under this cluster's temp directory.
+exactly the processes that run under this cluster's temp directory. This process stays
+connected to it as a driver for the module, so the runs share one job's task workers
+instead of starting and importing new ones per run (actors are new per run either way); the
+connect-by-RAY_ADDRESS path is tests/test_ray_url.py's killed driver's.
 """
 
 from __future__ import annotations
@@ -107,6 +110,13 @@ class Cluster:
         _kill(_ours(str(self.root)))
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def connect(self) -> None:
+        """Join as a driver, as the Ray executor's `connect` does (which then leaves this
+        connection open: it only shuts down what it started itself)."""
+        import ray
+
+        ray.init(address=self.address, log_to_driver=True, configure_logging=False)
+
 
 @contextmanager
 def while_killing(cluster: Cluster, *titles: bytes, delay_s: float) -> Iterator[dict[str, int]]:
@@ -153,6 +163,7 @@ def cluster():
                 mp.setenv(k, c.env[k])
             mp.setenv("RAY_ADDRESS", c.address)
             _forget_auth()  # an earlier test's Ray in this process may have cached "no token"
+            c.connect()
             yield c
     finally:
         import ray
@@ -449,19 +460,13 @@ def test_a_node_that_does_not_share_the_run_dir_fails_the_run_loudly(cluster, tm
         pytest.skip("unshare --mount is not permitted here (needs CAP_SYS_ADMIN)")
     script = f"mount -t tmpfs rlclimb-private {private} && exec \"$@\""
     cluster.add_node(prefix=["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"])
-    try:
-        src = tmp_path / "q.jsonl"
-        src.write_text(json.dumps({"question": "What is 1 plus 1?", "answer": "2"}) + "\n")
-        pipe = Pipeline("p", JsonlReader([src]), [ImportQA(), ExactDedup()], shard_size=4)
-        with pytest.raises(InputError, match="storage every Ray node mounts") as e:
-            run_pipeline(pipe, private / "run", RunOptions(engine="ray", progress=False))
-        assert str(private / "run") in str(e.value)
-        assert not list((private / "run").glob("stages/*/part-*.done.json"))
-    finally:
-        import ray
-
-        if ray.is_initialized():
-            ray.shutdown()
+    src = tmp_path / "q.jsonl"
+    src.write_text(json.dumps({"question": "What is 1 plus 1?", "answer": "2"}) + "\n")
+    pipe = Pipeline("p", JsonlReader([src]), [ImportQA(), ExactDedup()], shard_size=4)
+    with pytest.raises(InputError, match="storage every Ray node mounts") as e:
+        run_pipeline(pipe, private / "run", RunOptions(engine="ray", progress=False))
+    assert str(private / "run") in str(e.value)
+    assert not list((private / "run").glob("stages/*/part-*.done.json"))
 
 
 def test_a_commit_the_driver_cannot_see_is_an_error(tmp_path):

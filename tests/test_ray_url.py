@@ -82,6 +82,7 @@ def url_cluster(s3):
                 mp.setenv(k, c.env[k])
             mp.setenv("RAY_ADDRESS", c.address)
             _forget_auth()
+            c.connect()  # one driver connection for the module's runs (as in test_ray_cluster.py)
             if prefix is not None:
                 _check_nodes_cannot_see(driver)
             yield c, driver, prefix is not None
@@ -102,14 +103,12 @@ def _check_nodes_cannot_see(driver: Path) -> None:
 
     probe = driver / "probe"
     probe.write_text("driver only")
-    ray.init(address="auto")
     try:
         nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
         task = ray.remote(num_cpus=0)(_sees)
         seen = ray.get([task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote(str(probe))
                         for n in nodes])
     finally:
-        ray.shutdown()
         probe.unlink()
     assert len(nodes) == 2 and seen == [False, False], seen
 
