@@ -380,3 +380,5 @@ def test_a_format_instruction_is_not_a_second_ask():  # OSTP: "Give your answer 
 def test_a_fraction_where_none_can_be_is_layout_damage(answer):
     assert layout_damage("Find the integral.", answer).sure
     assert layout_damage("Find the integral.", "\\frac{1}{2} log_{ε} x + x_{1}^{2}") is None
+    # OSTP: "j(r) = J_{0\\frac{r}{R}} ... What is the value J_0?" answered "76.39 A/m^2" was good: question side only tags
+    assert not layout_damage("j(r) = J_{0\\frac{r}{R}} where R is the radius. What is the value J_0?", "76.39 A/m^2").sure
