@@ -184,6 +184,8 @@ class ParsePdf(Stage):
                     path_taken, why = "ocr", f"{unrepaired} of {sum(bad.values())} suspect glyphs unrepaired ({shown})"
                 else:
                     path_taken, why = "repaired", f"{sum(bad.values())} suspect glyphs mapped ({shown})"
+        except PdfUnreadable as e:  # the document itself (an object deleted since the run was listed)
+            return Drop(e.drop_reason, f"{where}: {e.detail}")
         except Exception as e:  # a broken page object or content stream
             return Drop("page_unreadable", f"{where}: {type(e).__name__}: {e}")
         quality = assess(raw, c.min_chars, c.min_quality)
