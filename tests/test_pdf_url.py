@@ -99,7 +99,7 @@ def test_an_object_gone_after_listing_is_a_ledgered_page_not_a_crash(library, tm
     result = run_pipeline(pipe, tmp_path / "gone", RunOptions(progress=False))
     ledger = pq.read_table(result.run_dir / "ledger").to_pylist()
     parse_drops = [r for r in ledger if r["stage"] == "parse"]
-    assert parse_drops and all(r["reason"] == "page_unreadable" and gone in r["detail"] and "no such object" in r["detail"]
+    assert parse_drops and all(r["reason"] == "pdf_not_found" and gone in r["detail"] and "no such object" in r["detail"]
                                for r in parse_drops)
 
 
