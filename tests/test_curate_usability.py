@@ -338,6 +338,10 @@ def test_context_printed_elsewhere_is_flagged():
     ("(d) Does v lie in span(a_1, a_2)?", "Yes, it is easy to see by inspection that v = (a_1+a_2)/5 = 0.2a_1+0.2a_2", "Yes"),
     ("From how high did the cousin throw the egg?", "The egg was thrown an initial height of 2.75 m above the ground", "2.75 m"),
     ("How many ways are there to arrange the books on the shelf?", "so there are 120 ways to do it.", "120"),
+    # the yes/no ask as an instruction (Hefferon: "Decide if ..." answered "Yes. From this relationship ...")
+    ("Decide if the vector is in the column space.\n(b) (1, 2, 1)",
+     "Yes. From this relationship c_1 (1, 2, 1) + c_2 (3, 0, 1) = (1, 0, 0) we get a system whose only solution is "
+     "c_1 = 0, c_2 = 1/3 and c_3 = 1/3, so the vector is a combination of the columns of the matrix", "Yes"),
 ])
 def test_verifiable_takes_a_final_answer_out_of_prose(question, answer, final):
     out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "short_answer"}, CTX)
@@ -349,6 +353,9 @@ def test_verifiable_takes_a_final_answer_out_of_prose(question, answer, final):
     ("How many subsets contain one element? How many doubletons are there?", "There are 10 singletons. There are 45 doubletons"),
     ("Find all groups of order 8.", "There are five different groups of order 8."),  # no value: a hint's sentence
     ("How many ways are there to seat the guests?", "There are 6 guests at 2 tables and 120 ways."),  # three values
+    # a verdict answers only the "whether": the sum is asked too
+    ("Determine whether the series converges and, if so, find its sum.",
+     "Yes. It is a geometric series with ratio 1/2, and adding up its terms one after another we get that its sum is 2."),
 ])
 def test_prose_without_one_clear_final_value_stays_prose(question, answer):
     out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "short_answer"}, CTX)

@@ -65,6 +65,12 @@ _IMPOSSIBLE = re.compile(r"^\W*(?:this|that|it|such\s+an?\s+\w+)\s+is\s+(?:not|i
 # your answer.") answered with its verdict first and the reasoning after: the verdict is the answer.
 _YES_NO_ASK = re.compile(r"(?:^|[.?!:]\s+|\n|\|\s*|\([a-z]\)\s*)(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were)\b[^?]*\?"
                          r"|\btrue\s+or\s+false\b|\b(?:vrai|faux)\s+ou\s+(?:vrai|faux)\b", re.I)
+# The same ask as an instruction ("Decide if the vector is in the column space.", "Déterminez si ..."),
+# when nothing else is asked: "Determine whether it converges and find its sum" wants more than a verdict
+_DECIDE_ASK = re.compile(r"\b(?:decide|determine|check|tell|state|say|verify)\s+(?:if|whether)\b"
+                         r"|\b(?:décidez|déterminez|dites|vérifiez)\s+si\b", re.I)
+_OTHER_ASK = re.compile(r"\b(?:find|compute|calculate|give|list|describe|explain|justify|prove|show|what|which|how"
+                        r"|why|trouvez|calculez|donnez|expliquez|montrez|quel(?:le)?s?)\b|\bif\s+so\b|\?", re.I)
 _VERDICT_FIRST = re.compile(r"^\W*(yes|no|true|false|oui|non|vrai|faux)\b\s*[,;:.!\u2014-]\s*\S", re.I)
 # One value with its unit in a sentence ("The egg was thrown an initial height of 2.75 m above the
 # ground", "so there are 120 ways"): for a one-quantity ask, that value is the final answer.
@@ -81,7 +87,8 @@ def prose_final(question: str, answer: str) -> str | None:
     asks = [x for x in re.split(r"(?<=[.?!])\s+|\n+", question) if x.rstrip().endswith("?") or _QUANTITY_ASK.search(x)]
     if len(asks) > 1:
         return None
-    if (m := _VERDICT_FIRST.match(answer)) and _YES_NO_ASK.search(question):
+    if (m := _VERDICT_FIRST.match(answer)) and (_YES_NO_ASK.search(question)
+                                                 or _DECIDE_ASK.search(question) and not _OTHER_ASK.search(question)):
         return {"oui": "Yes", "non": "No", "vrai": "True", "faux": "False"}.get(m.group(1).lower(), m.group(1).capitalize())
     if not _QUANTITY_ASK.search(question) or re.search(r"[=+^\\<>≤≥]|\d[a-z]\b", answer):
         return None
@@ -130,7 +137,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "4"
+    version = "5"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
