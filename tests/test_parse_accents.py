@@ -16,7 +16,7 @@ from fontTools.fontBuilder import FontBuilder
 from fontTools.pens.ttGlyphPen import TTGlyphPen
 from test_pdf_notation import parse_lines
 
-from rlclimb.stages.documents.parse_accents import attach_marks
+from rlclimb.stages.documents.parse_accents import _wants_accents, attach_marks
 
 S = 11.0
 HELV = pymupdf.Font("helv")
@@ -147,3 +147,10 @@ def test_a_spacing_accent_after_a_lone_letter_is_its_accent_and_one_in_a_word_is
     assert [ln["text"] for ln in blocks[0]["lines"]] == [
         "Answer:\\vec{E} = \\frac{\\sqrt{2}kQ}{L^2} \\hat{x} + \\hat{y}", "\\hat{t}_{1,φ(1)} · \\hat{f}(θ)",
         "the sign ˆ alone, aˆb"]
+
+
+def test_only_accent_characters_send_a_page_to_the_pass():
+    # an ASCII caret, tilde or backquote is an accent only right before a letter (an OT1 font's
+    # accents: "min`ute"); "x^2" and a rebuilt "x^{2}", on most math pages, are not
+    assert not any(map(_wants_accents, ["x^2 + y^2 = r^2", "e^{x} and a_{n}", "~ 3 cm", "a plain line"]))
+    assert all(map(_wants_accents, ["one min`ute", "^e", "where \u20d7p", "x\u02c6 + y\u02c6", "caf\u00b4e"]))

@@ -49,12 +49,21 @@ for _name, _mark, _chars in (
     for _c in _chars:
         _ACCENTS[_c] = (_name, _mark)
 ACCENT_CHARS = frozenset(_ACCENTS)
+# What sends a page to the pass: an accent character, but an ASCII "^", "~" or "`" only right before
+# a letter (an OT1 font's accents read so: "min`ute", TeX drawing the accent first), not in "x^2"
+# or a rebuilt "x^{2}", which most math pages hold; on a page the pass reads, all are looked at
+_TRIGGERS = ACCENT_CHARS - frozenset("^~`")
+_ASCII_ACCENT = re.compile(r"[\^~`][^\W\d_]")
+
+
+def _wants_accents(text: str) -> bool:
+    return bool(_TRIGGERS.intersection(text)) or _ASCII_ACCENT.search(text) is not None
 
 
 def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) -> int:
     """Rewrite, in place, the lines of `blocks` holding an accent over a letter. Returns how many
     accents were placed. `textpage`: a MuPDF text page or a `parse_math.PageExtraction` of it."""
-    if not any(ACCENT_CHARS.intersection(ln["text"]) for b in blocks for ln in b["lines"]):
+    if not any(_wants_accents(ln["text"]) for b in blocks for ln in b["lines"]):
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
     leading = _unhang(blocks, raw)
