@@ -30,9 +30,9 @@ ITEMS = {  # real Judson / Levin items as the text layer gives them
     # Levin: two counts in sentences (unsure by the rules; the model drops it)
     "two_counts": ("Let A = {1, 2,..., 10}. How many subsets of A contain exactly one element? How many doubletons are there?",
                    "There are 10 singletons. There are 45 doubletons (because 45 = 9 + 8 + · · · + 1)."),
-    # Hefferon: a verdict with its reason, but on a flattened column vector the rules cannot read
+    # Hefferon: a verdict in words, not a leading "No" (that one the rules take as the final answer)
     "prose_verdict": ("Decide if these matrices are matrix equivalent: the 2×2 matrices with rows 1, 3 / 2, 6 and 1, 3 / 2, −6.",
-                      "No, they have different ranks"),
+                      "They are not: different ranks"),
     # OSTP-like: data printed before the item (unsure by the rules: the stem may hold it; the model drops it)
     "context": ("Using the data above, find the average speed of the cart in m/s.", "4.5"),
 }
