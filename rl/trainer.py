@@ -36,6 +36,7 @@ from rlclimb.environments.base import Environment, get_environment
 from rlclimb.environments.rewards import compose
 from rlclimb.schemas.records import Rollout
 
+from . import distributed, lora
 from .async_rollout import AsyncRollouts
 from .config import GRPOConfig
 from .data import Item, split_eval
@@ -43,11 +44,10 @@ from .engines import make_engine
 from .episodes import run_episodes
 from .loss import LossStats, clipped_objective, completion_logprobs, group_advantages, token_weights
 from .loss import update_k as next_k
-from . import distributed, lora
 from .packing import packed_batch, packed_logprobs, packed_plan
-from .writers import Writers
 from .rollout import Sample, body
 from .sampler import Group, PromptSampler, sample_groups
+from .writers import Writers
 
 
 def pick_device(name: str) -> torch.device:

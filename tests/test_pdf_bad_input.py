@@ -40,7 +40,7 @@ GOOD = [["Exercises", "1. Compute 17 + 25 and explain each step of the addition.
 def test_unreadable_documents_are_ledgered_and_the_rest_is_processed(tmp_path):
     inputs = tmp_path / "in"
     inputs.mkdir()
-    good = make_text_pdf(inputs / "good.pdf", GOOD)
+    make_text_pdf(inputs / "good.pdf", GOOD)
     encrypted = make_encrypted_pdf(inputs / "locked.pdf")
     corrupt = make_corrupt_pdf(inputs / "corrupt.pdf")
     zero = make_zero_page_pdf(inputs / "zero.pdf")

@@ -103,8 +103,8 @@ def catalog(pipeline: str) -> list[tuple[type[Stage], str]]:
     from .qa_jsonl import STAGES as QA_JSONL
     from .stem_curate import CURATE_STAGES
     from .stem_score import SCORE_STAGES
-    from .tool_envs import STAGES as TOOL_ENV_STAGES
     from .swe_synth import STAGES as SWE_SYNTH
+    from .tool_envs import STAGES as TOOL_ENV_STAGES
 
     def when(classes, condition: str = "") -> list[tuple[type[Stage], str]]:
         def notes(c):
