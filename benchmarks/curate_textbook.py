@@ -24,6 +24,9 @@ no tuning round reads them.
 `heldout4` (`--split heldout4 --labels tests/data/textbook_item_labels_heldout4`): a second such set,
 20 items per book drawn blind (seed 2028) from the uncurated output of efede23, none matching a
 heldout3 or earlier label, labeled while curation was being tuned and kept from the tuner until the end.
+`heldout5` (`--split heldout5 --labels tests/data/textbook_item_labels_heldout5`): a third such set,
+20 items per book drawn blind (seed 2029) from the uncurated output of f711b8d, none matching a
+heldout4 or earlier label, labeled while curation was being tuned and kept from the tuner until the end.
 """
 
 from __future__ import annotations
