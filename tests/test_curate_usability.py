@@ -389,3 +389,104 @@ def test_a_fraction_where_none_can_be_is_layout_damage(answer):
     assert layout_damage("Find the integral.", "\\frac{1}{2} log_{ε} x + x_{1}^{2}") is None
     # OSTP: "j(r) = J_{0\\frac{r}{R}} ... What is the value J_0?" answered "76.39 A/m^2" was good: question side only tags
     assert not layout_damage("j(r) = J_{0\\frac{r}{R}} where R is the radius. What is the value J_0?", "76.39 A/m^2").sure
+
+
+# fifth round (heldout4 misses): statements and verdicts in words graded by a judge, a value with its
+# explanation after it, a subjective word in a problem's story, an equation's right side, answers in
+# another unit than asked, exponents left beside e, brackets left open
+@pytest.mark.parametrize("question,answer", [
+    ("Write the negation, converse and contrapositive for each of the statements below.\n(a) If the power goes off, "
+     "then the food will spoil.", "Negation: The power goes off and the food does not spoil. Converse: If the food spoils, "
+     "then the power went off. Contrapositive: If the food does not spoil, then the power did not go off"),  # Levin
+    ("Write each of the following statements in the form, “if..., then....”\n(d) You are patriotic only if you are American.",
+     "If you are patriotic, then you are American"),
+    ("Consider the statement “If Oscar eats Chinese food, then he drinks milk.”\n(d) Suppose the original statement is true, "
+     "and that Oscar drinks milk. Can you conclude anything (about his eating Chinese food)? Explain.",
+     "Nothing. The converse need not be true"),
+])
+def test_a_statement_asked_for_is_kept_for_a_judge(question, answer):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and out["answer"] == answer
+    assert {"statement_answer", "needs_judge"} <= set(out["tags"])
+    assert UsabilityStage().embedded({**out, "meta": "{}"}, CTX) is not None
+    assert not isinstance(UsabilityStage().embedded({**out, "meta": "{}"}, CTX), Drop)
+    assert leak(question, answer, "text", statement=True) is None
+
+
+def test_an_argument_is_no_statement():
+    q = "Write the negation of the statement. Then prove it."
+    out = VerifiableStage().embedded({"question": q, "answer": "Suppose there is a planar graph. To prove this we need " * 4,
+                                      "question_type": "open", "tags": []}, CTX)
+    assert isinstance(out, Drop) or "statement_answer" not in out["tags"]
+
+
+@pytest.mark.parametrize("question,answer,verdict", [
+    ("Let A = {1, 2, 3,..., 10}. Consider f(B) = |B|.\n(a) Is f injective? Prove your answer.",
+     "f is not injective. To prove this, we must simply find two different elements of the domain which map to the same "
+     "element of the codomain. Since f({1}) = 1 and f({2}) = 1, we see that f is not injective", "f is not injective"),
+    ("Determine if the following deduction rule is valid: P ∨Q ¬P ∴ Q",
+     "The rule is valid. To see this, make a truth table which contains P ∨Q and ¬P (and P and Q of course).", "The rule is valid"),
+    ("Which of the following graphs contain an Euler path? Which contain an Euler circuit?\n(d) K_{2,7}",
+     "K_{2,7} has an Euler path but not an Euler circuit", "K_{2,7} has an Euler path but not an Euler circuit"),
+])
+def test_a_verdict_in_words_is_the_final_answer(question, answer, verdict):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "open", "tags": []}, CTX)
+    assert out["answer"] == verdict and "needs_judge" in out["tags"]
+
+
+def test_a_verdict_is_not_enough_when_more_is_asked():  # Judson: the partition is asked too
+    q = ("Determine whether or not the following relations are equivalence relations on the given set. If the relation is an "
+         "equivalence relation, describe the partition given by it.\n(b) m ∼n in Z if mn > 0")
+    out = VerifiableStage().embedded({"question": q, "answer": "The relation is not reflexive, since 0 is not equivalent to itself",
+                                      "question_type": "open", "tags": []}, CTX)
+    assert "statement_answer" not in out.get("tags", [])
+
+
+@pytest.mark.parametrize("answer,final", [
+    ("4^4 · 2 (choose any digits for the first four digits - then pick either an even or an odd last digit)", "4^4 · 2"),
+    ("20^4 (order matters and repeats are allowed; 20 choices 4 times)", "20^4"),
+    ("2.01 × 10^9 solar masses, assuming the gas follows a circular orbit of radius R = 50 ly", "2.01 × 10^9 solar masses"),
+    ("3 1 = 3. We need to select 1 of the 3 remaining elements to be in the subset", "3"),
+])
+def test_a_value_then_its_explanation_keeps_the_value(answer, final):
+    out = VerifiableStage().embedded({"question": "How many are there?", "answer": answer, "question_type": "open", "tags": []}, CTX)
+    assert (out["answer"], out["solution"]) == (final, answer)
+
+
+def test_a_subjective_word_in_the_story_is_no_subjective_ask():
+    story = ("Conic, your favorite math themed fast food drive-in offers 20 flavors which can be added to your soda. "
+             "How many different soda concoctions can you order if:\n(d) you allow yourself multiple shots?")
+    assert not isinstance(VerifiableStage().embedded({"question": story, "answer": "20^4", "question_type": "open"}, CTX), Drop)
+    out = VerifiableStage().embedded({"question": "What is your favorite prime number, and why?",
+                                      "answer": "Seven, since it is lucky", "question_type": "open"}, CTX)
+    assert isinstance(out, Drop) and out.reason == "open_discussion"
+    assert "partial_answer" not in [r for r, _ in reasons(rec(story, "20^4", "numeric"))]  # the part completes the stem's ask
+
+
+def test_an_equations_right_side_is_no_leak():  # Lebl: "Devinez une solution de y'' + y' + y = 5." answered "y = 5"
+    assert leak("Devinez une solution de y^{′′} + y′ + y= 5.", "y= 5", "numeric") is None
+    assert leak("Show the steps. We know that y = 5 here. Find y.", "y = 5", "expression") is not None
+
+
+def test_an_answer_in_another_unit_than_asked_is_a_mismatch():  # OSTP 34(b)
+    q = "(b) How many litres drain out in the first 5 minutes after pulling the plug, if your bathtub was full?"
+    assert ("answer_mismatch", True) in reasons(rec(q, "Your bathtub drains out completely at 5 min"))
+    assert "answer_mismatch" not in [r for r, _ in reasons(rec(q, "300 l", "numeric"))]
+
+
+@pytest.mark.parametrize("answer,damaged", [
+    ("y= \\frac{−sin(x+c)}{3} + C_1e \\sqrt{2}x+ C_2e^{−\\sqrt{2}x}", True),  # Lebl: e^{\sqrt{2}x} left on the line
+    ("4^6 − [\\binom{4}{1}3^6 − \\binom{4}{2}2^6 + \\binom{4}{3}1^6g .", True),  # Levin: the closing bracket read as "g"
+    ("[0, 1) and [2, 3]", False),
+    ("C_1 e^{\\sqrt{2}x}", False),
+])
+def test_an_exponent_beside_e_and_an_open_bracket_are_damage(answer, damaged):
+    found = layout_damage("Find the general solution.", answer)
+    assert (found is not None and found.sure) == damaged
+
+
+def test_show_that_in_french_is_a_proof():
+    from rlclimb.stages.curate.qtype import classify
+
+    assert classify("Montrez que x= e^{−2t} est une solution de x^{′′} + 4x′ + 4x= 0.", "Calculer x′ = ...")[0] == "proof"
+    assert classify("Montrez que la suite converge et trouvez sa limite.", "2")[0] == "open"

@@ -42,6 +42,14 @@ def _contains(haystack: str, needle: str) -> bool:
     return re.search(left + re.escape(needle) + right, haystack) is not None
 
 
+def _equation_tail(haystack: str, needle: str) -> bool:
+    """"y=5" found only as the end of "y′′+y′+y=5": the answer solves the question's equation; the
+    equation's right side is data, not the answer given away."""
+    if "=" not in needle:
+        return False
+    return all(re.search(r"[+\-−*/·′^}]\s*$", haystack[:m.start()]) for m in re.finditer(re.escape(needle), haystack))
+
+
 # "Which of the following tables form a group?" answered "a group" / "not a group": the property a
 # question asks about is named in it; the answer says whether it holds, which gives nothing away
 _PROPERTY_ASK = re.compile(r"[^.?!\n]*\b(?:which|whether|is|are|does|do|can|form|forms|determine)\b[^.?!\n]*\?")
@@ -75,8 +83,9 @@ def _offered(question: str, answer: str) -> bool:
     return any(normalize_text_answer(m.group(1)) == normalize_text_answer(answer) for m in _OFFERED.finditer(question))
 
 
-def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4) -> str | None:
-    """Why the answer is given away by the question, or None."""
+def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4, statement: bool = False) -> str | None:
+    """Why the answer is given away by the question, or None. `statement`: the answer is a statement
+    or a verdict in words (tagged `statement_answer`), which restates the ask's terms by right."""
     ans = strip_math_delimiters(unbox(answer)).strip().rstrip(".")
     if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans):
         return None
@@ -84,14 +93,14 @@ def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4
         return "the question states the answer"
     inline_choice = bool(_INLINE_CHOICE.search(question))
     if not inline_choice and len(ans) >= min_chars:
-        if answer_type == "text":
+        if answer_type == "text" and not statement:  # a verdict in words names the property asked about, by right
             a, q = normalize_text_answer(ans), normalize_text_answer(_without_asked_property(question))
             if len(a) >= min_chars and _contains(q, a):
                 return f"the question contains the answer {ans[:60]!r}"
         else:  # a plain number ("12", "\frac{1}{2}") in the question is usually data; a closed form is not
             a, q = canonical_text(ans), canonical_text(question)
             distinctive = re.search(r"[a-z]", a.replace("\\frac", "")) if answer_type == "numeric" else re.search(r"[a-z\\]", a)
-            if distinctive and _contains(q, a):
+            if distinctive and _contains(q, a) and not _equation_tail(q, a):
                 return f"the question contains the answer {ans[:60]!r}"
     if answer_type in ("numeric", "expression") and not inline_choice:  # "The speed of light is 3x10^8 m/s. What is ...?"
         a, q = canonical_text(ans), canonical_text(question)
@@ -131,11 +140,12 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "3"
+    version = "4"
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
-        why = leak(question_stem(record), record["answer"], record.get("answer_type"), self.config.min_chars)
+        why = leak(question_stem(record), record["answer"], record.get("answer_type"), self.config.min_chars,
+                   "statement_answer" in (record.get("tags") or []))
         return Drop("answer_leak", why) if why else record
 
     async def llm(self, record: Record, ctx: StageContext):

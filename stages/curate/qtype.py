@@ -32,6 +32,7 @@ _TF_QUESTION = re.compile(
 _YES_NO_START = re.compile(r"^\s*(?:is|are|does|do|did|can|could|will|would|has|have|was|were|should|must)\b", re.I)
 _PROOF = re.compile(
     r"\b(?:prove|show|demonstrate|establish|verify|justify|argue)\s+that\b|^\s*prove\b|\bgive\s+an?\s+(?:proof|argument)\b"
+    r"|\b(?:montrez|démontrez|prouvez|vérifiez|justifiez)\s+(?:que|qu['’])"
     r"|\bprove\s+(?:or\s+disprove|the\s+following|by\s+induction)\b|\bderive\s+(?:the|an?)\b",
     re.I,
 )
@@ -46,7 +47,8 @@ _EACH_PART = re.compile(r"\b(?:each\s+of\s+the\s+following|in\s+each\s+case|for\
 _TASK = re.compile(r"(?:find|show|prove|compute|calculate|determine|evaluate|explain|describe|give|list|write|solve"
                    r"|verify|use|sketch|express|suppose|let|is|are|does|do|can|what|which|how|why)\b", re.I)
 _COMPUTE_ASK = re.compile(
-    r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for)\b", re.I
+    r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for"
+    r"|trouvez|calculez|déterminez|évaluez|résolvez|quel(?:le)?s?\s+est)\b", re.I
 )
 
 
@@ -209,7 +211,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "5"
+    version = "6"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

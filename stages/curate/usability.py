@@ -162,6 +162,36 @@ def other_quantity(question: str, answer: str) -> Finding | None:
     return None
 
 
+# "How many litres drain out in the first 5 minutes?" answered "drains completely at 5 min": the ask
+# names the unit of what it wants; an answer whose values all carry units of another kind answers
+# another question (when, not how much)
+_DIMENSIONS = {
+    "volume": r"litres?|liters?|l|L|mL|ml|gallons?|m\^\{?3\}?|cm\^\{?3\}?|m³|cm³",
+    "time": r"seconds?|s|sec|minutes?|min|hours?|h|days?|years?|yr|ms",
+    "length": r"metres?|meters?|m|cm|mm|km|miles?|feet|ft|inches|in|ly|light[- ]years?",
+    "mass": r"kilograms?|kg|grams?|g|mg|tonnes?|solar\s+masses",
+    "energy": r"joules?|J|kJ|MJ|eV|keV|MeV|calories?|cal|kcal",
+    "force": r"newtons?|N|kN",
+    "speed": r"m/s|km/h|km/s|mph",
+}
+_HOW_MANY_UNIT = re.compile(r"\b(?i:how\s+many)\s+(" + "|".join(u for u in _DIMENSIONS.values()) + r")\b(?!\s*/)")
+_VALUE_UNIT = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*(" + "|".join(f"(?:{u})" for u in _DIMENSIONS.values()) + r")(?![\w/^])")
+
+
+def _dimension(unit: str) -> str | None:
+    return next((d for d, units in _DIMENSIONS.items() if re.fullmatch(units, unit)), None)
+
+
+def other_dimension(question: str, answer: str) -> Finding | None:
+    ask = _HOW_MANY_UNIT.search(question)
+    if ask is None or (want := _dimension(ask.group(1))) is None:
+        return None
+    got = {_dimension(m.group(1)) for m in _VALUE_UNIT.finditer(answer)} - {None}
+    if got and want not in got:
+        return Finding("answer_mismatch", f"asks how many {ask.group(1)} ({want}); the answer gives {', '.join(sorted(got))}", True)
+    return None
+
+
 _EITHER_OR = re.compile(r"\b(?:identify|determine|decide|state|classify|say|tell)\b[^.?;]*?\b([A-Za-z]{3,})\s+or\s+(?:not\s+)?([A-Za-z]{3,})\b", re.I)
 
 
@@ -187,7 +217,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         return Finding("partial_answer", f"the question asks {m.group(1)} or {m.group(2)}; the answer says neither", True)
     if _PROVE.search(question) and _FIND.search(question) and _PROOF_TALK.match(answer):
         return Finding("partial_answer", "the question asks to prove and to find; the answer argues", True)
-    sentences = _sentences(_HINT_TAIL.sub("", question))  # a hint's question ("Indice: quel type ...?") asks nothing
+    # "How many ... can you order if:\n(d) you allow ...?" is one ask: the part completes the stem's sentence
+    sentences = _sentences(re.sub(r":\s*\n+\s*", ": ", _HINT_TAIL.sub("", question)))  # a hint's question ("Indice: quel type ...?") asks nothing
     asks = [x for x in sentences if (_ASK_SENTENCE.match(x) or x.rstrip().endswith("?")) and not _FORMAT_ONLY.match(x)]
     last = next((x for x in reversed(sentences) if x.rstrip().endswith("?")), None)
     if last and _YES_NO.match(last) and verdict_value(answer) is None and len(answer.split()) > 3:
@@ -263,6 +294,8 @@ _INVERSE = re.compile(r"(?:\)|(?<![A-Za-z])[A-Z])[−-]1(?!\d|[.,]\d|\s*[\w(=])"
 _PAREN_POWER = re.compile(r"\)[2-9](?![\d.,])(?=\s|$|[=+−\-])")  # "(ab)2 = e"
 _EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)"  # "f(x) = ex", "e−x"
                     r"|(?<![A-Za-z\\^])e(?:[−-]?\d+[a-z]|[−-][a-z]|[α-ω][a-z]|\([^()]{1,30}\)[a-z])(?![A-Za-z(])")  # "e2t", "e−t", "eαx", "e(−2+ √ 2)x"
+# "C_1e \\sqrt{2}x" for C_1 e^{\\sqrt{2}x}: a lone e before rebuilt notation is an exponent left on the line
+_EXP_BESIDE = re.compile(r"(?<![A-Za-z\\{])e\s+\\(?:sqrt|frac)\b")
 _LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-Z]\)|(?<!\([a-z])\))\s+(?:\{(?!\s*\})|∅)|\|[A-Za-z∩∪ ]+\|\s+\d")
 _FLAT_ARGUMENT = re.compile(r"\(\s*(?:[a-z](?:_\d)?\s+){2,}[a-z](?:_\d)?\s*\)")  # "h( x y z )": a column vector's entries in a row
 _FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
@@ -512,6 +545,14 @@ def _unbalanced_brackets(text: str) -> str | None:
     return None
 
 
+def _unclosed_bracket(text: str) -> str | None:
+    """A square bracket opened and never closed ("4^6 − [\\binom{4}{1}3^6 − ... 1^6g ."): the closing
+    one was read as another glyph. Square only: a round one left open is often a label or a smiley."""
+    masked = re.sub(r"\\[{}\[\]()]|\\(?:left|right|big|Big)\S?|\\sqrt\[[^\]]*\]", " ", text)
+    depth = sum({"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0) for ch in masked)  # "[0, 1)" balances
+    return masked[masked.rfind("["):][:30] if depth > 0 and masked.count("[") > masked.count("]") else None
+
+
 # a radical of a perfect square ("d h \sqrt{4} \sqrt{h+x} 1"): nobody prints one; the rebuild put a
 # stray digit under a sign whose radicand went elsewhere
 _SQUARE_RADICAND = re.compile(r"\\sqrt\{\s*(?:1|4|9|16|25|36|49|64|81|100)\s*\}")
@@ -534,6 +575,7 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
             text = re.sub(r"\\begin\{(\w+)\}.*?\\end\{\1\}", " M ", text, flags=re.S)
         checks = [("control or private-use glyphs", _BAD_GLYPHS), ("a vector arrow apart from its letter", _DETACHED_ARROW),
                   ("an inverse flattened", _INVERSE), ("a power flattened", _PAREN_POWER), ("e^x flattened", _EXP_E),
+                  ("an exponent left beside e", _EXP_BESIDE),
                   ("a relation sign lost", _LOST_RELATION), ("a vector flattened", _FLAT_VECTOR),
                   ("a fraction flattened", _FLAT_FRACTION), ("numbers without layout", _FLAT_NUMBERS),
                   ("a column vector flattened", _FLAT_ARGUMENT)]
@@ -554,6 +596,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
             found.append(Finding("layout_damaged", f"{where}: rebuilt notation malformed: {bad.strip()[:30]!r}", True))
         if (bad := _unbalanced_brackets(text)) is not None:
             found.append(Finding("layout_damaged", f"{where}: a bracket closed that was never opened: {bad.strip()[:30]!r}", True))
+        if where == "answer" and (bad := _unclosed_bracket(text)) is not None:
+            found.append(Finding("layout_damaged", f"answer: a bracket opened and never closed: {bad.strip()[:30]!r}", True))
         if (m := _MISPLACED_FRACTION.search(text)) is not None:  # in a question a reader may still see "J_0 r/R": unsure
             found.append(Finding("layout_damaged", f"{where}: a fraction rebuilt where none can be: {m.group(0).strip()[:30]!r}",
                                  where == "answer"))
@@ -627,8 +671,10 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     out = [hint_answer(a), part_mismatch(q, a, part), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
-                in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")), open_ended(q, a), verification(q),
-                checkability(a, record.get("answer_type"), max_text_words)]
+                other_dimension(q, a), open_ended(q, a), verification(q)]
+        if "statement_answer" not in (record.get("tags") or []):  # a statement or a verdict in words: a judge grades it
+            out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")),
+                    checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     return [f for f in out if f is not None]
 
@@ -658,7 +704,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "5"
+    version = "6"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

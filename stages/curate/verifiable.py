@@ -99,7 +99,92 @@ def prose_final(question: str, answer: str) -> str | None:
 
 
 def _words(text: str) -> int:
-    return len(re.findall(r"[A-Za-z]{2,}", text))
+    """Words of prose: LaTeX commands ("\\begin{pmatrix}") are notation, not words."""
+    return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"\\[A-Za-z]+", " ", text)))
+
+
+# The stem asks for a statement: a negation, converse or contrapositive, an "if ..., then ..."
+# rewrite, what follows from premises. The answer is a sentence or a few, right or wrong against the
+# ask: no rule compares two of them, a judge does (tagged so: `statement_answer`, `needs_judge`).
+_STATEMENT_ASK = re.compile(
+    r"\b(?:write|state|give|find|form)\s+(?:down\s+)?(?:the\s+|its\s+)?(?:negations?|converses?|contrapositives?)\b"
+    r"|\b(?:negate|the\s+negation\s+of)\b|\bin\s+the\s+form\s*,?\s*[“\"'‘]?\s*if\b"
+    r"|\bwhat\s+(?:can|could|may|might)\s+(?:you|we|one)\s+(?:conclude|deduce|infer)\b"
+    r"|\bcan\s+(?:you|we|one)\s+(?:conclude|deduce|infer)\s+anything\b", re.I)
+_ARGUES = re.compile(r"\b(?:to\s+(?:prove|see|show)\s+this|proof|suppose|assume|therefore|hence)\b|\bwe\s+(?:must|need|have|see|get|can)\b", re.I)
+_JUDGE_TAGS = ["statement_answer", "needs_judge"]
+
+
+def statement_answer(question: str, answer: str) -> bool:
+    """The stem asks for a statement and the answer is one (or a few): short prose, no argument."""
+    return bool(_STATEMENT_ASK.search(question)) and 0 < _words(answer) <= 60 and not _ARGUES.search(answer)
+
+
+# "Is f injective? Prove your answer." answered "f is not injective. To prove this, ...", "Determine if
+# the rule is valid" answered "The rule is valid. To see this, ...": the first sentence states the
+# verdict in the ask's own terms (with or without "not", "in-", "non-"), the rest argues it.
+_JUSTIFY = re.compile(r"\s*(?:to\s+(?:prove|see|show|check)\s+(?:this|that|it)|indeed|since|because|this\s+is\s+because|for\s+example"
+                      r"|in\s+fact|proof|note|consider|suppose|let|by|we|make|look|here|if|any|there)\b", re.I)
+_ASK_WORDS = {"decide", "determine", "whether", "following", "prove", "answer", "explain", "justify", "show", "your", "which",
+              "that", "this", "these", "those", "with", "from", "they", "them", "each", "statement", "statements", "true",
+              "false", "check", "tell", "does", "have", "there", "what", "where", "when", "contain", "contains"}
+_MORE_ASKED = re.compile(r"\b(?:describe|find|compute|calculate|list|give|evaluate|if\s+so|if\s+(?:it|the\s+\w+)\s+is)\b", re.I)
+_CLAIM_VERB = re.compile(r"\b(?:is|are|has|have|does|do|can|cannot|contains?|holds?|exists?)\b", re.I)
+
+
+def _terms(text: str) -> set[str]:
+    return {w.casefold() for w in re.findall(r"[A-Za-z]{4,}", re.sub(r"\\[A-Za-z]+", " ", text))} - _ASK_WORDS
+
+
+def verdict_sentence(question: str, answer: str) -> str | None:
+    """The verdict an answer opens with in words, for a yes/no or decide ask: its first sentence,
+    when it names what the ask asks about and the rest (if any) justifies it. None when unsure."""
+    if not (_YES_NO_ASK.search(question) or _DECIDE_ASK.search(question) or re.search(r"\bwhich\b[^.?]*\?", question, re.I)):
+        return None
+    if _MORE_ASKED.search(question):  # "Determine whether ... If it is, describe the partition": more than a verdict
+        return None
+    m = re.match(r"(.+?[^.\s]{2})\.(?:\s+(?=[A-Z])|\s*$)", answer, re.S)
+    first, rest = (m.group(1), answer[m.end():]) if m else (answer.rstrip(" ."), "")
+    if _words(first) > 16 or _words(first) < 2 or not _CLAIM_VERB.search(first) or re.search(r"[=<>≤≥]", first):
+        return None
+    if rest.strip() and not _JUSTIFY.match(rest):
+        return None
+    if not rest.strip() and _words(first) > 12:
+        return None
+    asked = {w[:6] for w in _terms(question)}
+    said = {w.removeprefix("non").removeprefix("in")[:6] for w in _terms(first)} | {w[:6] for w in _terms(first)}
+    stems = {w.removeprefix("non").removeprefix("in")[:6] for w in _terms(question)} | asked
+    return first.strip() if len(said & stems) >= (1 if rest.strip() else 2) else None
+
+
+# "4^4 · 2 (choose any digits ...)", "20^4 (order matters ...)": a value, then why in brackets;
+# "2.01 × 10^9 solar masses, assuming the gas ...": a value and unit, then an assumption clause;
+# "3 1 = 3. We need to select ...": a computation to its value, then prose. The value is the answer.
+_VALUE_THEN_WHY = re.compile(r"^\s*(?P<v>[^A-Za-z()]*\d[^A-Za-z()]*?)\s*\((?P<why>[^()]*[A-Za-z]{3,}[^()]*)\)\s*\.?\s*$")
+_VALUE_THEN_CLAUSE = re.compile(r"^\s*(?P<v>[−-]?\d[\d.,]*(?:\s*(?:×|x)\s*10\^\{?[−-]?\d+\}?)?(?:\s+[A-Za-z]+){0,2})\s*,\s*"
+                                r"(?:assuming|provided|if|where|given|neglecting|ignoring|since|because)\b", re.I)
+_CHAIN_THEN_PROSE = re.compile(r"^\s*(?P<chain>[^A-Za-z.]*\d[^A-Za-z]*?=\s*(?P<v>[−-]?\d[\d,]*(?:\.\d+)?))\s*\.\s+(?=[A-Z])")
+
+
+def explained_value(answer: str) -> str | None:
+    for pattern in (_VALUE_THEN_WHY, _VALUE_THEN_CLAUSE, _CHAIN_THEN_PROSE):
+        if (m := pattern.match(answer)) is not None:
+            value = m.group("v").strip(" .,;")
+            number = re.sub(r"(?:\s+[A-Za-z]+)+$", "", value)  # "2.01 × 10^9 solar masses": the unit is the checker's business
+            if number and infer_answer_type(number) in ("numeric", "expression"):
+                return value
+    return None
+
+
+def _subjective_ask(question: str) -> bool:
+    """A subjective word in an ask ("What is your favorite ...?"), not in a problem's story ("Conic,
+    your favorite drive-in, offers 20 flavors. How many ...?")."""
+    for sentence in re.split(r"(?<=[.?!])\s+|\n+|\s/\s", question):
+        if _SUBJECTIVE.search(sentence) and (sentence.rstrip().endswith("?") or re.match(
+                r"\s*(?:\([a-z]\)\s*)?(?:what|which|describe|name|tell|explain|give|list|choose|pick|discuss)\b", sentence, re.I)) \
+                and not _QUANTITY_ASK.search(sentence):
+            return True
+    return False
 
 
 class VerifiableConfig(CurateConfig):
@@ -137,7 +222,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "5"
+    version = "6"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -167,8 +252,19 @@ class VerifiableStage(CurateStage):
             record = self._use_final(record, "Not possible")
             record["answer_type"] = "text"
             return record
-        if _SUBJECTIVE.search(q) or _DISCUSSION.match(q) and _words(a) > 8:
+        if _subjective_ask(q) or _DISCUSSION.match(q) and _words(a) > 8:
             return Drop("open_discussion", "a discussion question with a prose answer")
+        if statement_answer(q, a):
+            record["answer_type"] = "text"
+            record["tags"] = sorted({*(record.get("tags") or []), *_JUDGE_TAGS})
+            return record
+        if (value := explained_value(a)) is not None:
+            record = self._use_final(record, value)
+        elif _words(a) > 3 and extract_final_answer(a) is None and (verdict := verdict_sentence(q, a)) is not None:
+            record = self._use_final(record, verdict) if verdict != a.strip() else record
+            record["answer_type"] = "text"
+            record["tags"] = sorted({*(record.get("tags") or []), *_JUDGE_TAGS})
+            return record
         if self.config.extract_final and _words(a) > 3:  # a worked solution that states its final answer
             final = extract_final_answer(a) if _words(a) > 6 else None
             if final and len(final) < len(a) / 2:
