@@ -103,8 +103,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             place(found)
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
-            pieces = _pair(left, pool.near(left.oy))
-            for piece in pieces or filter(None, [_around_rebuilt(left, pool.near(left.oy), lines, blocks)]):
+            near = pool.near(left.oy)
+            pieces = _pair(left, near) or list(filter(None, [_column(left, near)]))
+            for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
@@ -177,7 +178,67 @@ def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
     if len({g.line for g in inside}) > 1 or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
         return []  # cells apart (a row vector's), or MuPDF's lines of its own: left as they are
     host = ordered[0]
-    return [(_piece(d.text, [d], host.line, row, em, d.x0, d.x1), [d]) for d in (left, right)]
+    out = []
+    for d in (left, right):  # with the space MuPDF put where the delimiter stands (else "( t")
+        members = [d, *(g for g in near if g.blank and d.x0 <= g.mid <= d.x1 and d.oy - 0.3 * size < g.oy < row + 0.3 * em)]
+        out.append((_piece(d.text, members, host.line, row, em, d.x0, d.x1), members))
+    return out
+
+
+def _column(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+    """A big pair around rows stacked one over the other and nothing else (a column vector or a
+    small matrix set inline: `\\Big[ e^{2t} \\\\ e^{t} \\Big]`, which MuPDF reads as the rows "e2t",
+    "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Each
+    row holds the same number of cells (runs apart by a table gap), its cells centred over the
+    row below's; a binomial (`_binomial`, tried first) is no column."""
+    right = _partner(left, near)
+    if right is None:
+        return None
+    size = left.size
+    inside = [g for g in near if not g.blank and g is not left and g is not right
+              and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
+              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size]
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
+               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
+    inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
+    # another big delimiter hanging lower down is the next line's: what is under its top is not ours
+    lower = min((g.oy for g in inside if is_extension(g.font) and g.oy > left.oy + 0.3 * size), default=None)
+    if lower is not None:
+        inside = [g for g in inside if g.oy < lower - 0.1 * size]
+    if len(inside) < 2 or any(is_extension(g.font) and not g.atom for g in inside):
+        return None
+    em = max(g.size for g in inside if not g.atom) if any(not g.atom for g in inside) else size
+    rows = [sorted(r, key=reading_order) for r in _rows(inside, em)]
+    if len(rows) < 2 or not all(rows):
+        return None
+    table = []
+    for row in rows:
+        cells: list[list[Glyph]] = [[row[0]]]
+        for a, b in zip(row, row[1:], strict=False):
+            if b.x0 - a.x1 > 0.8 * em:
+                cells.append([])
+            cells[-1].append(b)
+        table.append(cells)
+    if len({len(cells) for cells in table}) != 1:
+        return None
+    for column in zip(*table, strict=True):  # a column's cells centred on each other (TeX centres them)
+        mids = [(min(g.x0 for g in c) + max(g.x1 for g in c)) / 2 for c in column]
+        width = max(max(g.x1 for g in c) - min(g.x0 for g in c) for c in column)
+        if max(mids) - min(mids) > 0.2 * width + 0.3 * em:
+            return None
+    bases = [max(g.oy for g in row if g.atom or g.size >= 0.9 * em) for row in rows]
+    if any(not 0.8 * em < b - a < 2.2 * em for a, b in zip(bases, bases[1:], strict=False)):
+        return None  # rows a line apart, no more (text above and below is no row of it)
+    for row, base in zip(rows, bases, strict=True):  # the spaces between a row's glyphs are its own
+        a, b = min(g.x0 for g in row), max(g.x1 for g in row)
+        row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
+    body = " \\\\ ".join(" & ".join(_text(c) for c in cells) for cells in table)
+    members = [left, *(g for row in rows for g in row), right]
+    host = _host(near, {id(g) for g in members}, left, right.x1, bases[0], bases[-1])
+    line = host.line if host is not None else left.line
+    oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
+    return _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}", members, line, oy,
+                  host.size if host is not None else size, left.x0, right.x1), members
 
 
 def _around_rebuilt(left: Glyph, near: list[Glyph], lines: list[dict], blocks: list[dict]) -> tuple[Glyph, list[Glyph]] | None:

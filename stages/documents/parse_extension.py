@@ -22,11 +22,12 @@ import io
 import re
 from typing import Any
 
-from .parse_glyph_pool import is_extension
+from .parse_glyph_pool import EXTENSION_FONTS, is_extension
 from .parse_glyphs import _builtin, _differences
 
 _DELIMITERS = {"parenleft": "(", "parenright": ")", "bracketleft": "[", "bracketright": "]",
                "braceleft": "{", "braceright": "}", "angleleft": "⟨", "angleright": "⟩",
+               "angbracketleft": "⟨", "angbracketright": "⟩",
                "floorleft": "⌊", "floorright": "⌋", "ceilingleft": "⌈", "ceilingright": "⌉",
                "slash": "/", "backslash": "\\"}
 _OPERATORS = {"summation": "∑", "product": "∏", "coproduct": "∐", "integral": "∫", "contintegral": "∮",
@@ -34,6 +35,9 @@ _OPERATORS = {"summation": "∑", "product": "∏", "coproduct": "∐", "integra
               "logicalor": "⋁", "circledot": "⨀", "circleplus": "⨁", "circlemultiply": "⨂"}
 _SIZED = re.compile(r"^([a-z]+?)(big|Big|bigg|Bigg)x?$")  # `parenleftbigx`: a clone's variant
 _OPERATOR = re.compile(r"^([a-z]+?)(text|display)$")
+# the pieces a tall delimiter or radical is stacked from (cmex's names, kept by its clones)
+_PIECE = re.compile(r"^(?:paren|bracket|brace|radical|arrow)\w*(?:tp|bt|ex|mid|vertex)$")
+EXTENSION_NAMES = 3  # glyphs so named that make a font a math extension font: no text font has one
 OPERATORS = frozenset(_OPERATORS.values())
 _SYMBOLS = frozenset(_DELIMITERS.values())
 # font -> {char: delimiter}: kept out of the glyph maps. Alone a big delimiter's text would
@@ -72,18 +76,24 @@ def _cff_names(doc: Any, xref: int) -> dict[int, str]:
 
 def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
     """font name (no subset prefix) -> {text-layer char: text} for the whole glyphs of the
-    document's math extension fonts (read once per document, like `parse_glyphs.font_tables`)."""
+    document's math extension fonts (read once per document, like `parse_glyphs.font_tables`).
+    A font is one by its glyph names (sized delimiters, display operators, delimiter pieces),
+    whatever it is called (lebl's `txexs` fits no name pattern): it joins `EXTENSION_FONTS`."""
     seen: set[int] = set()
     out: dict[str, dict[str, str]] = {}
     for pno in range(doc.page_count):
         for xref, _ext, ftype, basefont, *_ in doc.get_page_fonts(pno):
             name = basefont.split("+", 1)[-1]
-            if xref in seen or not is_extension(name) or ftype not in ("Type1", "MMType1", "Type1C"):
+            if xref in seen or ftype not in ("Type1", "MMType1", "Type1C"):
                 continue
             seen.add(xref)
             if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
                 continue
             names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
+            if not is_extension(name):
+                if sum(1 for g in names.values() if glyph_symbol(g) or _PIECE.match(g)) < EXTENSION_NAMES:
+                    continue
+                EXTENSION_FONTS.add(name)
             table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
             if table:
                 out.setdefault(name, {}).update(table)

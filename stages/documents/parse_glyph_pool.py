@@ -19,9 +19,18 @@ from .parse_math import GlyphMap, line_text
 _EXTENSION_FONT = re.compile(r"(?:^|\+)(?:cm|lm|tx|px|ntx|npx|eu)?ex(?:\d+|[-_][\w-]*)?$|extension", re.I)
 
 
-@lru_cache(maxsize=1024)
+# fonts whose glyph names say they are math extension fonts, whatever they are called
+# (`parse_extension.extension_tables`, filled per document before its pages are read)
+EXTENSION_FONTS: set[str] = set()
+
+
 def is_extension(font: str) -> bool:
-    """A math extension font's name (asked per glyph, many times: cached per name)."""
+    """A math extension font, by its glyph names or its name (asked per glyph, many times)."""
+    return font in EXTENSION_FONTS or _extension_name(font)
+
+
+@lru_cache(maxsize=1024)
+def _extension_name(font: str) -> bool:
     return bool(_EXTENSION_FONT.search(font))
 
 
