@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .parse_extension import DELIMITERS
 from .parse_glyph_pool import (
     TOP,
     Glyph,
@@ -35,6 +36,7 @@ from .parse_glyph_pool import (
     glyph_spans,
     is_extension,
     page_glyphs,
+    on_row,
     page_rules,
     reading_order,
     rewrite_line,
@@ -67,6 +69,9 @@ def wants_stacked(blocks: list[dict]) -> bool:
             if k == i or not 0.3 * size < abs(oy - y) < 1.7 * size:
                 continue
             inside = ox0 + 0.5 * size < x0 and x1 < ox1 + 0.5 * size  # centred under or over it
+            # or starting under its last glyphs: a small fraction's row that MuPDF ran on into
+            # the text after it ("a(x)." under "y = b(x)", "2 + 9" under "y = e^x + x2")
+            inside = inside or ox0 + 0.5 * size < x0 < ox1 - 0.2 * size < ox1 < x1
             same = abs(ox0 - x0) < 0.5 * size and abs(ox1 - x1) < 0.5 * size and ox1 - ox0 < 14 * size
             if inside or same:
                 return True
@@ -130,10 +135,38 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
     for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
+            touched |= _join_script_line(pool, atom)
     by_line = pool.of_lines(touched)
     for li in touched:
         rewrite_line(lines[li], by_line[li])
     return len(pool.atoms)
+
+
+def _join_script_line(pool: GlyphPool, atom: Glyph) -> set[int]:
+    """A piece set as a script (a radical in an exponent: `e^{\\sqrt{2}x}`) in a line that MuPDF
+    began at it (it broke the row before the raised sign) joins the line ending right before it on
+    its line's own row, so the piece is read as the script it is. Returns the lines changed."""
+    mine = [g for g in pool.of_lines({atom.line})[atom.line] if not g.blank and not g.atom
+            and not is_extension(g.font) and g.size > 1.1 * atom.size]
+    if not mine:
+        return set()
+    size = max(g.size for g in mine)
+    row = Counter(round(g.oy, 1) for g in mine if g.size >= 0.9 * size).most_common(1)[0][0]
+    if abs(atom.oy - row) < 0.15 * size or any(g.x1 <= atom.x0 + 0.1 * size for g in mine):
+        return set()  # on its line's row (not a script), or the line holds the row before it
+    before = {g.line for g in pool.near(row) if g.line != atom.line and not g.blank and on_row(g, row, size, 0.25)
+              and atom.x0 - 1.5 * size < g.x1 <= atom.x0 + 0.2 * size}
+    if len(before) != 1:
+        return set()
+    (li, rest), = pool.of_lines(before).items()
+    ink = [g for g in rest if not g.blank]
+    if not ink or max(g.x1 for g in ink) > atom.x0 + 0.2 * size \
+            or not all(on_row(g, row, size, 0.25 if g.atom or g.size >= 0.9 * size else 0.6) for g in ink):
+        return set()
+    gone = atom.line  # the earlier line takes it (the page's reading order is the lines')
+    for g in pool.of_lines({gone})[gone]:
+        g.line = li
+    return {gone, li}
 
 
 def _em(rule: Rule, chars: list[Glyph]) -> float:
@@ -244,7 +277,9 @@ def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: fl
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
-    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and is_extension(g.font))
+    # (an extension glyph its font's names call a delimiter is none: lebl's big "(" before "nπ/λ")
+    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and is_extension(g.font)
+                                  and g.text not in DELIMITERS.get(g.font, ()))
              and abs(g.x1 - rule.x0) <= 0.3 * g.size
              and g.top - 0.35 * g.size <= rule.y <= g.oy + 0.6 * g.size]
     if not signs:
@@ -270,7 +305,10 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
         index = []
     inner = _text(radicand)
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
-    members = [sign, *radicand, *index]
+    # with the space MuPDF put where the sign stands in the row under it (else "e^{\\sqrt{2}} x")
+    gap = [g for g in chars if g.blank and g not in radicand and sign.x0 <= g.mid <= sign.x1
+           and sign.top - 0.35 * em <= g.oy <= max(sign.oy, row) + 0.6 * em]
+    members = [sign, *radicand, *index, *gap]
     host = _beside(chars, {id(g) for g in members}, row, min(g.x0 for g in (sign, *index)), rule.x1, em)
     line = host.line if host is not None else min((g for g in radicand if not g.blank), key=lambda g: g.x0).line
     atom = _atom(text, members, line, row, max(g.size for g in ink), rule)
@@ -282,7 +320,9 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
 def _beside(chars: list[Glyph], taken: set[int], row: float, x0: float, x1: float, em: float) -> Glyph | None:
     """The glyph a rebuilt piece spanning x0..x1 on the row at baseline `row` follows in the
     text (the nearest on its left), else the one it precedes (on its right): its line hosts it."""
-    near = [g for g in chars if id(g) not in taken and not g.blank and abs(g.oy - row) < 0.3 * em]
+    # (not a script: a fraction after "a_n" is no part of the subscript)
+    near = [g for g in chars if id(g) not in taken and not g.blank and abs(g.oy - row) < 0.3 * em
+            and (g.atom or g.size >= 0.9 * em)]
     left = [g for g in near if x0 - 2 * em <= g.x1 <= x0 + 0.2 * em]
     right = [g for g in near if x1 - 0.2 * em <= g.x0 <= x1 + 2 * em]
     return max(left, key=lambda g: g.x1, default=None) or min(right, key=lambda g: g.x0, default=None)

@@ -1,0 +1,160 @@
+"""Inline notation the rebuild got wrong on a real book (lebl's French diffyqs, issues 15/16):
+a math extension font that no name pattern knows (`txexs`: its big brackets read as the letters
+"h" and "i"), column vectors in big brackets, big parentheses around one row, a small fraction
+whose denominator MuPDF runs on into the text after it, and an exponent that holds a radical.
+
+The PDFs are drawn here with `test_parse_stacked_delimited`'s writer; the extension font is built
+with fontTools and named `QXMATHB` (nothing in its name says "extension": only its glyph names,
+`bracketleftBig`, `parenleftbig`, `bracketlefttp`, do). The truth is what the generator drew."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pymupdf
+import test_parse_stacked_delimited as sd
+from test_parse_stacked_delimited import AXIS, S, Writer
+from test_pdf_notation import parse_lines
+
+from rlclimb.stages.documents.parse_extension import extension_tables
+from rlclimb.stages.documents.parse_glyph_pool import EXTENSION_FONTS, is_extension
+
+NAME = "QXMATHB"
+# code -> (glyph name, advance, height over the origin, depth under it), 1/1000 em (cmex's metrics);
+# codes as txexs has them: "h"/"i" for \Big[ \Big], "\x00"/"\x01" for \big( \big)
+CODES = {0: ("parenleftbig", 460, 40, 1160), 1: ("parenrightbig", 460, 40, 1160),
+         104: ("bracketleftBig", 470, 40, 1760), 105: ("bracketrightBig", 470, 40, 1760),
+         50: ("bracketlefttp", 670, 40, 1760), 52: ("bracketleftbt", 670, 40, 1760)}
+
+
+class NamelessWriter(Writer):
+    """The writer of `test_parse_stacked_delimited`, its extension font called `QXMATHB`."""
+
+    def save(self, path: Path) -> Path:
+        saved = dict(sd.EXT)
+        sd.EXT.clear()
+        sd.EXT.update(CODES)
+        try:
+            super().save(path)
+        finally:
+            sd.EXT.clear()
+            sd.EXT.update(saved)
+        doc = pymupdf.open(path)
+        for xref in range(1, doc.xref_length()):  # the font's names: base font, descriptor
+            obj = doc.xref_object(xref)
+            if "CMEX10" in obj:
+                doc.update_object(xref, obj.replace("CMEX10", NAME))
+        widths = " ".join(str(CODES[c][1] if c in CODES else 0) for c in range(106))
+        font = next(x for x in range(1, doc.xref_length()) if f"/BaseFont /{NAME}" in doc.xref_object(x))
+        doc.xref_set_key(font, "LastChar", "105")
+        doc.xref_set_key(font, "Widths", f"[{widths}]")
+        doc.save(path.with_suffix(".named.pdf"))
+        return path.with_suffix(".named.pdf")
+
+    def ext(self, x: float, y: float, code: int, size: float = S) -> float:
+        self.ops.append(f"BT /EX {size} Tf {x:.2f} {self.page.rect.height - y:.2f} Td <{code:02x}> Tj ET")
+        return x + CODES[code][1] / 1000 * size
+
+    def centred(self, x: float, y: float, code: int, size: float = S) -> float:
+        _, _, h, d = CODES[code]
+        top = y - AXIS * S - (h + d) / 2000 * size
+        return self.ext(x, top + h / 1000 * size, code, size)
+
+    def column(self, x: float, y: float, rows: list[tuple[str, str]], size: float = 0.7 * S) -> float:
+        """\\Big[ rows \\Big]: rows at script size (base, exponent), a line apart, centred on the
+        axis and on each other; returns the end."""
+        x = self.centred(x, y, 104) + 1
+        widths = [self.width(b, size) + self.width(e, 0.7 * size) for b, e in rows]
+        w = max(widths)
+        first = y - AXIS * S - (len(rows) - 1) / 2 * 1.2 * size + 0.35 * size
+        for k, ((base, exp), width) in enumerate(zip(rows, widths, strict=True)):
+            at = first + k * 1.2 * size
+            end = self.text(x + (w - width) / 2, at, base, size)
+            if exp:
+                self.text(end, at - 0.4 * size, exp, 0.7 * size)
+        return self.centred(x + w + 1, y, 105)
+
+
+def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
+    w = NamelessWriter()
+    x = w.text(72, 100, "Is ")
+    w.column(x, 100, [("e", "2t"), ("e", "t")])
+    doc = pymupdf.open(w.save(tmp_path / "names.pdf"))
+    assert not is_extension(NAME + "-other")  # the name alone says nothing
+    table = extension_tables(doc)
+    assert NAME in EXTENSION_FONTS and is_extension(NAME)
+    assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]"}
+
+
+def test_column_vectors_in_big_brackets_become_one_matrix(tmp_path):
+    # lebl p112: "Est-ce que h e2t e^t i et h e^t e2t i sont ..." before (one line per row)
+    w = NamelessWriter()
+    x = w.text(72, 100, "1. Are ")
+    x = w.column(x, 100, [("e", "2t"), ("e", "t")])
+    x = w.text(x + 3, 100, " and ")
+    x = w.column(x, 100, [("cosh(t)", ""), ("1", "")])
+    w.text(x + 3, 100, " independent?")
+    # three rows, and prose on the next line that must stay out of it
+    x = w.text(72, 200, "2. Take ")
+    x = w.column(x, 200, [("x", ""), ("y", "2"), ("3", "")])
+    w.text(x + 3, 200, " here.")
+    w.text(72, 200 + 2.2 * S, "The next line of prose runs on under the vector.")
+    lines = parse_lines(w.save(tmp_path / "columns.pdf"))
+    assert lines[0] == ("1. Are \\begin{pmatrix} e^{2t} \\\\ e^t \\end{pmatrix} and "
+                        "\\begin{pmatrix} cosh(t) \\\\ 1 \\end{pmatrix} independent?"), lines
+    assert lines[1] == "2. Take \\begin{pmatrix} x \\\\ y^2 \\\\ 3 \\end{pmatrix} here.", lines
+    assert lines[2] == "The next line of prose runs on under the vector.", lines
+
+
+def test_big_parentheses_around_one_row_keep_their_symbols(tmp_path):
+    # lebl's answer 1.1.103: "x= sin^{−1} t+ 1" before (the \big( \big) read as raw codes)
+    w = NamelessWriter()
+    x = w.text(72, 100, "x = sin")
+    x = w.text(x, 100 - 0.4 * S, "−1", 0.7 * S)
+    x = w.centred(x + 1, 100, 0)
+    x = w.text(x, 100, "t + 1")
+    w.centred(x, 100, 1)
+    assert parse_lines(w.save(tmp_path / "paren.pdf")) == ["x = sin^{−1}(t + 1)"]
+
+
+def _small_fraction(w: Writer, x: float, y: float, num: str, den: str) -> float:
+    """A textstyle fraction (rows at script size, TeX's num2/denom2 shifts); returns its end."""
+    size = 0.7 * S
+    width = max(w.width(num, size), w.width(den, size)) + 1
+    w.text(x + (width - w.width(num, size)) / 2, y - 0.55 * S, num, size)
+    w.text(x + (width - w.width(den, size)) / 2, y + 0.4 * S, den, size)
+    w.rule(x, x + width, y - AXIS * S)
+    return x + width
+
+
+def test_a_small_fraction_whose_denominator_runs_on_into_the_text(tmp_path):
+    # lebl's answers 0.3.102 and 1.1.101: "y= b(x)" / "a(x)." and "y= e^x+ x2" / "2 + 9" before:
+    # MuPDF puts the period (or "+ 9") in the denominator's line, so no row stood alone
+    w = NamelessWriter()
+    x = w.text(72, 100, "solution: y = ")
+    x = _small_fraction(w, x, 100, "b(x)", "a(x)")
+    w.text(x + 0.5, 100, ".")
+    x = w.text(72, 150, "so y = x + ")
+    x = _small_fraction(w, x, 150, "x", "2")
+    w.text(x + 2, 150, "+ 9")
+    lines = parse_lines(w.save(tmp_path / "small.pdf"))
+    assert lines == ["solution: y = \\frac{b(x)}{a(x)}.", "so y = x + \\frac{x}{2} + 9"], lines
+
+
+def test_an_exponent_holding_a_radical_is_raised_whole(tmp_path):
+    # lebl's answer 2.5.105: "C_1e" / "\sqrt{2}x+ C_2e^{−\sqrt{2}x}" before. The sign is drawn
+    # high in a run of its own, so MuPDF puts a space where it stands in the row below, and TeX's
+    # thin space before "x" reads as one too: "e^{\sqrt{2}} x" with the sign's space taken along
+    w = NamelessWriter()
+    small = 0.7 * S
+    height = w.page.rect.height
+    x = w.text(72, 100, "y = C e")
+    w.ops.append(f"BT /F0 {small} Tf {x:.2f} {height - (100 - 1.0 * S):.2f} Td "
+                 f"<{sd.FONT.has_glyph(ord('√')):04x}> Tj ET")
+    start = x + w.width("√", small)
+    end = w.text(start, 100 - 0.4 * S, "2", small)
+    w.rule(start, end, 100 - 0.4 * S - 0.75 * small)
+    x = w.text(end + 0.2 * small, 100 - 0.4 * S, "x", small)
+    w.text(x + 2, 100, " + 1")
+    lines = parse_lines(w.save(tmp_path / "exp.pdf"))
+    assert lines == ["y = C e^{\\sqrt{2}x} + 1"], lines
