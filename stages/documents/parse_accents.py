@@ -167,7 +167,7 @@ _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_C
 
 # a spacing accent right after a lone letter, where a pass that ordered glyphs by their middles
 # put it (an accent over an italic letter is skewed right of it): "xˆ + yˆ", "tˆ_{1}"
-_SPACING = "\u02c6\u02dc\u00af\u02c9\u02d9\u02c7\u02d8"
+_SPACING = "\u02c6\u02dc\u00af\u02c9\u02d9\u02c7\u02d8\u00a8"
 _AFTER = re.compile(rf"(?<![^\W\d_])(?P<letter>[^\W\d_])(?P<mark>[{_SPACING}])(?![^\W\d_])")
 
 
