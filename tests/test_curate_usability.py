@@ -490,3 +490,36 @@ def test_show_that_in_french_is_a_proof():
 
     assert classify("Montrez que x= e^{−2t} est une solution de x^{′′} + 4x′ + 4x= 0.", "Calculer x′ = ...")[0] == "proof"
     assert classify("Montrez que la suite converge et trouvez sa limite.", "2")[0] == "open"
+
+
+@pytest.mark.parametrize("question,answer,wrong", [
+    # Thompson: d/dx x^{-5/3} is -5/3 x^{-8/3}; d/dx ln cos x is -tan x
+    ("Differentiate the following:\ny = \\sqrt[3]{x^{−5}}", "\\frac{dy}{dx} = −\\frac{5}{3} x^{−\\frac{8}{5}} .", True),
+    ("Differentiate the following:\ny = \\sqrt[3]{x^{−5}}", "\\frac{dy}{dx} = −\\frac{5}{3} x^{−\\frac{8}{3}} .", False),
+    ("Differentiate y = log_ε cos x.", "\\frac{cos x}{sin x} = cotan x", True),
+    ("Differentiate y = log_ε cos x.", "−tan x", False),
+    ("Differentiate y = \\frac{\\sqrt{1 −θ^2}}{1 −θ}.", "\\frac{1}{(1 −θ)\\sqrt{1 −θ^2}}.", False),
+    # Lebl: the book's sin^{-1}(t + 1) lost its brackets; at t = 0 the printed gold is 1, not π/2
+    ("Résolvez x′ = \\frac{1}{cos(x)}, x(0) = \\frac{π}{2}.", "x= sin^{−1} t+ 1", True),
+    ("Résolvez x′ = \\frac{1}{cos(x)}, x(0) = \\frac{π}{2}.", "x= sin^{−1}(t+ 1)", False),
+    ("Differentiate y = x^2 and then find its value at x = 3.", "7", False),  # more than the derivative is asked: not checked
+])
+def test_a_gold_that_fails_a_computed_check_is_a_mismatch(question, answer, wrong):
+    assert (("answer_mismatch", True) in reasons(rec(question, answer, "expression"))) == wrong
+
+
+def test_a_matrix_equal_to_a_number_and_a_stray_letter_are_damage():
+    # Hefferon: determinant bars read as a matrix's brackets; Lebl: a radical's glyph read as "q"
+    assert layout_damage("Find the determinant by expanding on the first row.",
+                         "3 · (+1) \\begin{pmatrix} 2 & 2 \\\\ 3 & 0 \\end{pmatrix} + 1 · (+1) \\begin{pmatrix} 1 & 2 \\\\ −1 & 3 "
+                         "\\end{pmatrix} = −13").sure
+    assert layout_damage("Trouvez la plus petite vitesse angulaire.", "ω= π \\frac{15}{2} q").sure
+    assert layout_damage("Find q for the string.", "ω= π \\frac{15}{2} q") is None or \
+        "stray letter" not in layout_damage("Find q for the string.", "ω= π \\frac{15}{2} q").detail
+
+
+def test_asks_an_and_joins_must_each_be_answered():
+    q = "Prove that P_n forms a subspace of F[x]. Find a basis for P_n and compute the dimension of P_n."  # Judson
+    assert ("partial_answer", True) in reasons(rec(q, "The set {1, x, x^2, . . . , x^{n−1}} is a basis for P_n."))
+    q = "Which of these sets are subspaces? If so, find a basis for the subspace and compute its dimension.\n(a) {(x, y): x = y}"
+    assert "partial_answer" not in [r for r, _ in reasons(rec(q, "Subspace of dimension 1 with basis {(1, 1)}", "text"))]

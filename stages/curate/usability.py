@@ -122,9 +122,10 @@ _ASK_SENTENCE = re.compile(r"^\s*(?:find|compute|calculate|determine|evaluate|wh
 
 
 def _sentences(text: str) -> list[str]:
-    """Sentences, and the asks a semicolon joins ("Determine the Galois groups ...; hence, determine
-    the solvability ..." asks two things)."""
-    return [x for x in re.split(r"(?<=[.?!])\s+|\n+|;\s*(?:(?:and\s+)?(?:hence|then|also|thus)\s*,?\s*)?(?=(?:find|determine|compute|decide|give|state)\b)", text) if x.strip()]
+    """Sentences, and the asks a semicolon or an "and" joins ("Determine the Galois groups ...; hence,
+    determine the solvability ...", "Find a basis for P_n and compute the dimension of P_n" ask two things)."""
+    return [x for x in re.split(r"(?<=[.?!])\s+|\n+|;\s*(?:(?:and\s+)?(?:hence|then|also|thus)\s*,?\s*)?(?=(?:find|determine|compute|decide|give|state)\b)"
+                                r"|,?\s+and\s+(?:then\s+|hence\s+|also\s+)?(?=(?:find|determine|compute|calculate|give|state)\s+(?:the|a|an|its|all)\b)", text) if x.strip()]
 
 
 _ASK_SYMBOL = re.compile(r"\b(?:find|compute|calculate|determine|what\s+is)\s+([A-Za-z])\b(?!\s*[(=])", re.I)
@@ -201,6 +202,8 @@ _ANSWER_JOINS = re.compile(r";|,\s*(?:so|thus|hence|and|donc|et|alors)\b|\.\s+(?
 _HINT_TAIL = re.compile(r"\b(?:hint|indice|astuce|hinweis|pista)\s*:.*$", re.I | re.S)
 
 
+# the thing an ask names ("find a basis for ...", "compute its dimension"): an answer naming each answers each
+_ASK_HEAD = re.compile(r"\b(?:find|compute|calculate|determine|give|state)\s+(?:the\s+|a\s+|an\s+|its\s+|all\s+(?:the\s+)?)([A-Za-z]{4,})", re.I)
 # "Give your answer as a multiple of mg.": how to write the answer, not a second ask
 _FORMAT_ONLY = re.compile(r"\s*(?:give|express|state|write|round|present)\s+(?:your|the|all\s+(?:your|the))\s+(?:final\s+)?(?:answers?|results?)\b", re.I)
 
@@ -232,6 +235,9 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks) \
                 or len(re.findall(r"(?<![<>!=≤≥])=(?!=)", answer)) >= len(asks):  # "n = 2, n = 11.": one stated value per ask
             return None  # "Volume = 4.93; area of surface = 12.57": one answer per ask
+        heads = [m.group(1).casefold()[:5] for x in sentences for m in _ASK_HEAD.finditer(x)]
+        if len(heads) >= 2 and all(h in answer.casefold() for h in heads):
+            return None  # "... find a basis and compute its dimension." answered "Subspace of dimension 2 with basis {...}"
         if len(answer) < 200:  # one set or a sentence for two asks answers one; a number or a list may answer both
             return Finding("partial_answer", f"{len(asks)} asks, one short answer", bare_value or bool(re.fullmatch(r"\s*\{.*\}\s*\.?", answer) or re.search(r"\b(?:is|are)\b", answer)))
     return None
@@ -490,6 +496,9 @@ def restated_without_relation(question: str, answer: str) -> str | None:
     return None
 
 
+# "3 · (+1) \\begin{pmatrix} 2 & 2 \\\\ 3 & 0 \\end{pmatrix} + ... = −13": a matrix equal to a number is a
+# determinant whose bars the text layer lost (read as a matrix's brackets)
+_MATRIX_IS_NUMBER = re.compile(r"\\end\{pmatrix\}\s*=\s*[−-]?\s*\d+(?:[.,]\d+)?\s*\.?\s*$")
 _COLUMN_PAIR = re.compile(r"\\begin\{pmatrix\}\s*[^&\\]{1,12}?\s*\\\\\s*[^&\\]{1,12}?\s*\\end\{pmatrix\}")
 _MATRIX_TALK = re.compile(r"\\begin\{|\b(?:R|C|Q|Z|F)\^\{?\d|\bRep_|\b(?:matri|vector|vecteur|system|syst[eè]me|eigen|propre|column|colonne|basis|span|coordinat)", re.I)
 
@@ -564,10 +573,17 @@ _MISPLACED_FRACTION = re.compile(r"_\{[^{}]*\\frac|\\frac\{[^{}]+\}\{\s*1\s*\}")
 _STRAY_TAIL = re.compile(r"(?:\\(?:sqrt|frac)\{[^{}]*\}(?:\{[^{}]*\})?|[}⊕])[^=,;]{0,12}?(?<![=+−\-,;(])(?<!\band)(?<!\bet)(?<!\bor)\s+\d+π?\s*\.?$")
 
 
+# "ω= π \\frac{15}{2} q": a letter the question never uses, alone after rebuilt markup at the end: a
+# radical's or a bracket's glyph read as a letter
+_STRAY_LETTER = re.compile(r"\\(?:frac|sqrt)(?:\[[^\]]*\])?\{[^{}]*\}(?:\{[^{}]*\})?\s+([a-zA-Z])\s*\.?\s*$")
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
     found: list[Finding] = []
+    if _MATRIX_IS_NUMBER.search(answer):
+        found.append(Finding("layout_damaged", "answer: a matrix equal to a number: determinant bars read as brackets", True))
     if _COLUMN_PAIR.search(answer) and not _MATRIX_TALK.search(question):  # "ω= π q (15 over 2)": sqrt(15/2)
         found.append(Finding("layout_damaged", "answer: a two-entry column where the question has no vectors: a fraction", True))
     for where, text in (("question", question), ("answer", answer)):
@@ -601,6 +617,9 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
         if (m := _MISPLACED_FRACTION.search(text)) is not None:  # in a question a reader may still see "J_0 r/R": unsure
             found.append(Finding("layout_damaged", f"{where}: a fraction rebuilt where none can be: {m.group(0).strip()[:30]!r}",
                                  where == "answer"))
+        if where == "answer" and (m := _STRAY_LETTER.search(text)) is not None \
+                and not re.search(rf"(?<![A-Za-z\\]){m.group(1)}(?![A-Za-z])", question):
+            found.append(Finding("layout_damaged", f"answer: a stray letter after a rebuilt formula: {m.group(0).strip()[:30]!r}", True))
         if where == "answer" and (m := _SQUARE_RADICAND.search(text) or _STRAY_TAIL.search(text)) is not None:
             found.append(Finding("layout_damaged", f"answer: a rebuilt formula with a stray number: {m.group(0).strip()[:30]!r}", True))
         if (cut := _unbalanced_script(text)) is not None:
@@ -663,6 +682,15 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
     return None
 
 
+def computed_mismatch(question: str, answer: str) -> Finding | None:
+    """The gold fails a check a computer algebra system can make (answer_consistency): the derivative
+    of the printed function, the initial value of an explicit solution."""
+    from .answer_consistency import derivative_mismatch, initial_value_mismatch
+
+    why = derivative_mismatch(question, answer) or initial_value_mismatch(question, answer)
+    return Finding("answer_mismatch", why, True) if why else None
+
+
 def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     import json
 
@@ -671,7 +699,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     out = [hint_answer(a), part_mismatch(q, a, part), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
-                other_dimension(q, a), open_ended(q, a), verification(q)]
+                other_dimension(q, a), open_ended(q, a), verification(q), computed_mismatch(q, a)]
         if "statement_answer" not in (record.get("tags") or []):  # a statement or a verdict in words: a judge grades it
             out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")),
                     checkability(a, record.get("answer_type"), max_text_words)]
