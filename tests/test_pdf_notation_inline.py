@@ -24,6 +24,7 @@ NAME = "QXMATHB"
 # codes as txexs has them: "h"/"i" for \Big[ \Big], "\x00"/"\x01" for \big( \big)
 CODES = {0: ("parenleftbig", 460, 40, 1160), 1: ("parenrightbig", 460, 40, 1160),
          104: ("bracketleftBig", 470, 40, 1760), 105: ("bracketrightBig", 470, 40, 1760),
+         20: ("bracketleftbigg", 530, 40, 2360), 21: ("bracketrightbigg", 530, 40, 2360),
          50: ("bracketlefttp", 670, 40, 1760), 52: ("bracketleftbt", 670, 40, 1760)}
 
 
@@ -61,9 +62,10 @@ class NamelessWriter(Writer):
         return self.ext(x, top + h / 1000 * size, code, size)
 
     def column(self, x: float, y: float, rows: list[tuple[str, str]], size: float = 0.7 * S) -> float:
-        """\\Big[ rows \\Big]: rows at script size (base, exponent), a line apart, centred on the
-        axis and on each other; returns the end."""
-        x = self.centred(x, y, 104) + 1
+        """\\Big[ rows \\Big] (\\bigg for three): rows at script size (base, exponent), a line apart,
+        centred on the axis and on each other; returns the end."""
+        left, right = (104, 105) if len(rows) < 3 else (20, 21)
+        x = self.centred(x, y, left) + 1
         widths = [self.width(b, size) + self.width(e, 0.7 * size) for b, e in rows]
         w = max(widths)
         first = y - AXIS * S - (len(rows) - 1) / 2 * 1.2 * size + 0.35 * size
@@ -72,7 +74,7 @@ class NamelessWriter(Writer):
             end = self.text(x + (w - width) / 2, at, base, size)
             if exp:
                 self.text(end, at - 0.4 * size, exp, 0.7 * size)
-        return self.centred(x + w + 1, y, 105)
+        return self.centred(x + w + 1, y, right)
 
 
 def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
@@ -83,7 +85,7 @@ def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
     assert not is_extension(NAME + "-other")  # the name alone says nothing
     table = extension_tables(doc)
     assert NAME in EXTENSION_FONTS and is_extension(NAME)
-    assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]"}
+    assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]", "\x14": "[", "\x15": "]"}
 
 
 def test_column_vectors_in_big_brackets_become_one_matrix(tmp_path):

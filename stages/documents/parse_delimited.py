@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from .parse_extension import DELIMITERS, OPERATORS
+from .parse_extension import DELIMITERS, DEPTHS, OPERATORS
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
@@ -93,9 +93,21 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             continue
         place(found)
     lefts = sorted((g for g in raw_text if g.text in _PAIRS), key=lambda g: g.x0)
+    depths = {id(g): DEPTHS.get(g.font, {}).get(raw, 3.1) for g, (raw, _) in raw_text.items()}
+    read = {id(ln) for ln in lines}
+    unread = [(bb["x"] + bb["w"] / 2, ln["y"]) for b in blocks for ln in b["lines"]
+              if id(ln) not in read and ln["text"].strip() and (bb := ln["bbox"])]
+    # the page's evidence for its two-row stacks in parentheses: the pitch it sets stacks of 3+
+    # rows at in them (vectors, matrices); a two-row stack at that pitch is a vector, not \binom
+    pitches = [got[2] for left in lefts if left.text == "("
+               and (got := _stack(left, pool.near(left.oy), depths[id(left)], unread)) is not None and got[3] >= 3]
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
-            found = _binomial(left, pool.near(left.oy))
+            near = pool.near(left.oy)
+            if (vector := _column(left, near, depths[id(left)], pitches, unread)) is not None and pitches:
+                place(vector)
+                continue
+            found = _binomial(left, near)
             if found is not None:
                 rules = page_rules(page) if rules is None else rules
                 if _ruled(found[1], rules):
@@ -104,7 +116,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
             near = pool.near(left.oy)
-            pieces = _pair(left, near) or list(filter(None, [_column(left, near)]))
+            pieces = _pair(left, near) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread)]))
             for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
@@ -185,20 +197,42 @@ def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
     return out
 
 
-def _column(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
+            unread: list[tuple[float, float]]) -> tuple[Glyph, list[Glyph]] | None:
     """A big pair around rows stacked one over the other and nothing else (a column vector or a
     small matrix set inline: `\\Big[ e^{2t} \\\\ e^{t} \\Big]`, which MuPDF reads as the rows "e2t",
-    "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Each
-    row holds the same number of cells (runs apart by a table gap), its cells centred over the
-    row below's; a binomial (`_binomial`, tried first) is no column."""
+    "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Two
+    single rows in parentheses are a vector only at the pitch the page sets its taller stacks in
+    parentheses at (`pitches`): else they may be a binomial (`_binomial`'s, or left as they are)."""
+    got = _stack(left, near, depth, unread)
+    if got is None:
+        return None
+    piece, members, pitch, rows, cells = got
+    if left.text == "(" and rows == 2 and cells == 1 and not any(abs(pitch - p) < 0.06 for p in pitches):
+        return None
+    return piece, members
+
+
+def _stack(left: Glyph, near: list[Glyph], depth: float,
+           unread: list[tuple[float, float]]) -> tuple[Glyph, list[Glyph], float, int, int] | None:
+    """`_column`'s reading: the piece, its glyphs, its rows' pitch (in units of their size), how many
+    rows and cells per row; each row holds the same number of cells (runs apart by a table gap),
+    its cells centred over the row below's, all of them within the delimiter's reach under its
+    origin (`depth`, its size class: the next line is no row of it), and no line this pass did
+    not read (`unread`: middles and baselines of MuPDF lines that disagree with their raw glyphs)
+    inside: part of what it holds would be missing."""
     right = _partner(left, near)
     if right is None:
         return None
     size = left.size
+    if any(left.x1 < x < right.x0 and left.oy < y < left.oy + depth * size for x, y in unread):
+        return None
     inside = [g for g in near if not g.blank and g is not left and g is not right
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
-              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size]
-    passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
+              and left.oy - 0.3 * size < g.oy < left.oy + (depth + 0.1) * size]
+    # (a line of prose runs on right past the pair's edges; the next matrix's rows start farther off)
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and not g.atom and not is_extension(g.font)
+               and (left.x0 - size < g.x1 < left.x0 or right.x1 < g.x0 < right.x1 + size)
                and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
     inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
     # another big delimiter hanging lower down is the next line's: what is under its top is not ours
@@ -234,11 +268,19 @@ def _column(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
         row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
     body = " \\\\ ".join(" & ".join(_text(c) for c in cells) for cells in table)
     members = [left, *(g for row in rows for g in row), right]
-    host = _host(near, {id(g) for g in members}, left, right.x1, bases[0], bases[-1])
+    # the row it sits in lies between its rows (not on one: a matrix beside it is no host)
+    # the glyph it follows hosts it, else the one after it (the line the text goes on in: a label
+    # before it is bold, and the line keeps what it starts with)
+    taken = {id(g) for g in members}
+    lo, hi = bases[0] + 0.2 * em, bases[-1] - 0.2 * em
+    host = _host([g for g in near if g.x1 <= left.x0 + 0.2 * size], taken, left, right.x1, lo, hi) \
+        or _host(near, taken, left, right.x1, lo, hi)
     line = host.line if host is not None else left.line
     oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
-    return _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}", members, line, oy,
-                  host.size if host is not None else size, left.x0, right.x1), members
+    piece = _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}", members, line, oy,
+                   host.size if host is not None else size, left.x0, right.x1)
+    pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
+    return piece, members, pitch, len(rows), len(table[0])
 
 
 def _around_rebuilt(left: Glyph, near: list[Glyph], lines: list[dict], blocks: list[dict]) -> tuple[Glyph, list[Glyph]] | None:

@@ -45,6 +45,17 @@ _SYMBOLS = frozenset(_DELIMITERS.values())
 # take the font of a glyph next to them (code 32 is `parenleftBigg`); `parse_delimited` reads
 # them where they hold a binomial
 DELIMITERS: dict[str, dict[str, str]] = {}
+# font -> {char: how far a whole delimiter reaches under its origin, in units of its size}: TeX's
+# size classes (cmex's \big 1.2, \Big 1.8, \bigg 2.4, \Bigg 3.0; its clones keep them), so the
+# rows a pair holds are told from the next line's
+DEPTHS: dict[str, dict[str, float]] = {}
+_CLASS = {"big": 1.2, "Big": 1.8, "bigg": 2.4, "Bigg": 3.0}
+
+
+def glyph_depth(name: str) -> float | None:
+    """A sized delimiter's reach under its origin (units of its size), from its name."""
+    m = _SIZED.match(name)
+    return _CLASS[m.group(2)] if m is not None and m.group(1) in _DELIMITERS else None
 
 
 def glyph_symbol(name: str) -> str:
@@ -95,6 +106,9 @@ def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
                     continue
                 EXTENSION_FONTS.add(name)
             table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
+            depths = {chr(code): depth for code, glyph in names.items() if (depth := glyph_depth(glyph))}
+            if depths:
+                DEPTHS.setdefault(name, {}).update(depths)
             if table:
                 out.setdefault(name, {}).update(table)
     return out

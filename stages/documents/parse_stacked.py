@@ -307,7 +307,7 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
     # with the space MuPDF put where the sign stands in the row under it (else "e^{\\sqrt{2}} x")
     gap = [g for g in chars if g.blank and g not in radicand and sign.x0 <= g.mid <= sign.x1
-           and sign.top - 0.35 * em <= g.oy <= max(sign.oy, row) + 0.6 * em]
+           and row - 0.2 * em <= g.oy <= row + 0.6 * em]
     members = [sign, *radicand, *index, *gap]
     host = _beside(chars, {id(g) for g in members}, row, min(g.x0 for g in (sign, *index)), rule.x1, em)
     line = host.line if host is not None else min((g for g in radicand if not g.blank), key=lambda g: g.x0).line
