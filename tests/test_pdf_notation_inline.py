@@ -16,7 +16,7 @@ import test_parse_stacked_delimited as sd
 from test_parse_stacked_delimited import AXIS, S, Writer
 from test_pdf_notation import parse_lines
 
-from rlclimb.stages.documents.parse_extension import extension_tables
+from rlclimb.stages.documents.parse_extension import extension_tables, glyph_symbol
 from rlclimb.stages.documents.parse_glyph_pool import EXTENSION_FONTS, is_extension
 
 NAME = "QXMATHB"
@@ -83,6 +83,7 @@ def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
     w.column(x, 100, [("e", "2t"), ("e", "t")])
     doc = pymupdf.open(w.save(tmp_path / "names.pdf"))
     assert not is_extension(NAME + "-other")  # the name alone says nothing
+    assert glyph_symbol("summationdisplay.1") == "∑"  # txexs's variant names
     table = extension_tables(doc)
     assert NAME in EXTENSION_FONTS and is_extension(NAME)
     assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]", "\x14": "[", "\x15": "]"}

@@ -59,7 +59,9 @@ def glyph_depth(name: str) -> float | None:
 
 
 def glyph_symbol(name: str) -> str:
-    """The text for a math extension glyph name, or "" for a piece or an unknown name."""
+    """The text for a math extension glyph name, or "" for a piece or an unknown name. A variant
+    suffix after "." is no part of it (txexs's `summationdisplay.1`)."""
+    name = name.split(".", 1)[0]
     if (m := _SIZED.match(name)) is not None:
         if m.group(1) == "radical":
             return "√"
