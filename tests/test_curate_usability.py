@@ -523,3 +523,22 @@ def test_asks_an_and_joins_must_each_be_answered():
     assert ("partial_answer", True) in reasons(rec(q, "The set {1, x, x^2, . . . , x^{n−1}} is a basis for P_n."))
     q = "Which of these sets are subspaces? If so, find a basis for the subspace and compute its dimension.\n(a) {(x, y): x = y}"
     assert "partial_answer" not in [r for r, _ in reasons(rec(q, "Subspace of dimension 1 with basis {(1, 1)}", "text"))]
+
+
+@pytest.mark.parametrize("question,answer,wrong", [
+    # Lebl: e^{t^3} and e^{x^2} with their powers flattened into e^{t3}, e^{x2}
+    ("Résolvez x′ = 3xt^2 −3t^2, x(0) = 2.", "x= e^{t3} + 1", True),
+    ("Résolvez x′ = 3xt^2 −3t^2, x(0) = 2.", "x= e^{t^3} + 1", False),
+    ("Résolvez y′ = 2xy.", "y= Ce^{x2}", True),
+    ("Résolvez y′ = 2xy.", "y= Ce^{x^2}", False),
+    ("Devinez une solution de y^{′′} + y′ + y= 5.", "y= 5", False),
+    ("Devinez une solution de y^{′′} + y′ + y= 5.", "y= 6", True),
+    ("Trouvez la solution générale de 2y^{′′} + y′ −3y= 0, y(0) = a, y′(0) = b.",
+     "y= \\frac{2(a−b)}{5} e^{−3x/2} + \\frac{3a+2b}{5} e^x", False),  # parameters of the question: sampled
+    ("Résolvez y^{′′} + 2y′ + y= x^2, y(0) = 1, y′(0) = 2.", "y(x) = x^2 −4x+ 6 + e^{−x}(x−5)", False),
+    ("Résolvez y^{′′} + 2y′ + y= x^2, y(0) = 1, y′(0) = 2.", "y(x) = x^2 −4x+ 7 + e^{−x}(x−5)", True),
+    ("Résolvez \\frac{dφ}{ds} = 8φ, φ(0) = −9.", "φ= −9e^{8s}", False),
+    ("Solve y' = y and explain the method in words.", "The method is separation of variables", False),  # prose: not checked
+])
+def test_a_solution_that_does_not_satisfy_its_equation_is_a_mismatch(question, answer, wrong):
+    assert (("answer_mismatch", True) in reasons(rec(question, answer, "expression"))) == wrong

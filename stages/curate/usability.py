@@ -684,10 +684,11 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
 
 def computed_mismatch(question: str, answer: str) -> Finding | None:
     """The gold fails a check a computer algebra system can make (answer_consistency): the derivative
-    of the printed function, the initial value of an explicit solution."""
-    from .answer_consistency import derivative_mismatch, initial_value_mismatch
+    of the printed function, the initial value of an explicit solution, the differential equation
+    it should satisfy."""
+    from .answer_consistency import derivative_mismatch, initial_value_mismatch, ode_mismatch
 
-    why = derivative_mismatch(question, answer) or initial_value_mismatch(question, answer)
+    why = derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
     return Finding("answer_mismatch", why, True) if why else None
 
 
@@ -699,11 +700,13 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     out = [hint_answer(a), part_mismatch(q, a, part), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
-                other_dimension(q, a), open_ended(q, a), verification(q), computed_mismatch(q, a)]
+                other_dimension(q, a), open_ended(q, a), verification(q)]
         if "statement_answer" not in (record.get("tags") or []):  # a statement or a verdict in words: a judge grades it
             out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")),
                     checkability(a, record.get("answer_type"), max_text_words)]
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
+    if record.get("answer_type") not in ("boolean", "choice", "proof"):
+        out.append(computed_mismatch(q, a))  # after the damage it often explains
     return [f for f in out if f is not None]
 
 
