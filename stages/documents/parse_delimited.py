@@ -274,11 +274,15 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     # (and not an entry of a matrix beside it: a glyph with rows over and under it)
     taken = {id(g) for g in members}
     lo, hi = bases[0] + 0.2 * em, bases[-1] - 0.2 * em
-    full = [g for g in near if not g.blank and not is_extension(g.font) and g.size >= 0.9 * em]
-    free = [g for g in near if not any(h is not g and abs(h.mid - g.mid) < 0.5 * em and 0.6 * em < abs(h.oy - g.oy) < 1.5 * em
-                                       for h in full)]
-    host = _host([g for g in free if g.x1 <= left.x0 + 0.2 * size], taken, left, right.x1, lo, hi) \
-        or _host(free, taken, left, right.x1, lo, hi)
+    cands = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font)
+             and g.size >= 0.8 * size and lo < g.oy < hi
+             and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)]
+    if cands:
+        full = [g for g in near if not g.blank and not is_extension(g.font) and g.size >= 0.9 * em]
+        cands = [g for g in cands if not any(h is not g and abs(h.mid - g.mid) < 0.5 * em
+                                             and 0.6 * em < abs(h.oy - g.oy) < 1.5 * em for h in full)]
+    host = _host([g for g in cands if g.x1 <= left.x0 + 0.2 * size], taken, left, right.x1, lo, hi) \
+        or _host(cands, taken, left, right.x1, lo, hi)
     line = host.line if host is not None else left.line
     oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
     piece = _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}", members, line, oy,
