@@ -25,6 +25,7 @@ NAME = "QXMATHB"
 CODES = {0: ("parenleftbig", 460, 40, 1160), 1: ("parenrightbig", 460, 40, 1160),
          104: ("bracketleftBig", 470, 40, 1760), 105: ("bracketrightBig", 470, 40, 1760),
          20: ("bracketleftbigg", 530, 40, 2360), 21: ("bracketrightbigg", 530, 40, 2360),
+         16: ("parenleftBig", 600, 40, 1760), 17: ("parenrightBig", 600, 40, 1760),
          50: ("bracketlefttp", 670, 40, 1760), 52: ("bracketleftbt", 670, 40, 1760)}
 
 
@@ -61,10 +62,12 @@ class NamelessWriter(Writer):
         top = y - AXIS * S - (h + d) / 2000 * size
         return self.ext(x, top + h / 1000 * size, code, size)
 
-    def column(self, x: float, y: float, rows: list[tuple[str, str]], size: float = 0.7 * S) -> float:
-        """\\Big[ rows \\Big] (\\bigg for three): rows at script size (base, exponent), a line apart,
-        centred on the axis and on each other; returns the end."""
-        left, right = (104, 105) if len(rows) < 3 else (20, 21)
+    def column(self, x: float, y: float, rows: list[tuple[str, str]], size: float = 0.7 * S,
+               parens: bool = False) -> float:
+        """\\Big[ rows \\Big] (\\bigg for three; \\Big( \\Big) with `parens`): rows at script size (base,
+        exponent; cells apart by spaces), a line apart, centred on the axis and on each other;
+        returns the end."""
+        left, right = (16, 17) if parens else (104, 105) if len(rows) < 3 else (20, 21)
         x = self.centred(x, y, left) + 1
         widths = [self.width(b, size) + self.width(e, 0.7 * size) for b, e in rows]
         w = max(widths)
@@ -86,7 +89,8 @@ def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
     assert glyph_symbol("summationdisplay.1") == "∑"  # txexs's variant names
     table = extension_tables(doc)
     assert NAME in EXTENSION_FONTS and is_extension(NAME)
-    assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]", "\x14": "[", "\x15": "]"}
+    assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]", "\x14": "[", "\x15": "]",
+                           "\x10": "(", "\x11": ")"}
 
 
 def test_column_vectors_in_big_brackets_become_one_matrix(tmp_path):
@@ -161,3 +165,31 @@ def test_an_exponent_holding_a_radical_is_raised_whole(tmp_path):
     w.text(x + 2, 100, " + 1")
     lines = parse_lines(w.save(tmp_path / "exp.pdf"))
     assert lines == ["y = C e^{\\sqrt{2}x} + 1"], lines
+
+
+def test_two_rows_in_parentheses_are_a_vector_where_the_page_sets_matrices_so(tmp_path):
+    # hefferon's answers: "(5 4; 0 1) (b_1; b_2) = x · (b_1; b_2)": the vectors were left as rows
+    # (no binomial's spacing, not numbers); a matrix in the same parentheses at the same pitch
+    # says what they are. A page with no such matrix leaves "(n; k)" to the binomial rule
+    w = NamelessWriter()
+    x = w.text(72, 100, "Then ")
+    x = w.column(x, 100, [("5    4", ""), ("0    1", "")], parens=True)
+    x = w.column(x + 2, 100, [("b", ""), ("c", "")], parens=True)
+    w.text(x + 2, 100, " = x")
+    lines = parse_lines(w.save(tmp_path / "vector.pdf"))
+    assert lines == ["Then \\begin{pmatrix} 5 & 4 \\\\ 0 & 1 \\end{pmatrix} \\begin{pmatrix} b \\\\ c \\end{pmatrix} = x"], lines
+    w = NamelessWriter()
+    x = w.text(72, 100, "Count ")
+    x = w.column(x, 100, [("n", ""), ("k", "")], parens=True)
+    w.text(x + 2, 100, " ways")
+    assert "pmatrix" not in " ".join(parse_lines(w.save(tmp_path / "alone.pdf")))
+
+
+def test_a_spacing_accent_left_at_a_line_end_goes_on_the_next_lines_letter():
+    # a line the delimiter pass rewrote keeps hefferon's "Rep ˆ" (its glyph pass cannot read it),
+    # the accented letter starting the next line
+    from rlclimb.stages.documents.parse_accents import attach_marks
+
+    blocks = [{"lines": [{"text": "Rep \u02c6"}, {"text": "B,B(id) = 1"}, {"text": "and x\u02c6 + y"}]}]
+    attach_marks(blocks)
+    assert [ln["text"] for ln in blocks[0]["lines"]] == ["Rep ", "\\hat{B},B(id) = 1", "and \\hat{x} + y"]

@@ -169,6 +169,8 @@ _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_C
 # put it (an accent over an italic letter is skewed right of it): "xˆ + yˆ", "tˆ_{1}"
 _SPACING = "\u02c6\u02dc\u00af\u02c9\u02d9\u02c7\u02d8\u00a8"
 _AFTER = re.compile(rf"(?<![^\W\d_])(?P<letter>[^\W\d_])(?P<mark>[{_SPACING}])(?![^\W\d_])")
+# or right before one, alone (TeX's drawing order, kept in a line another pass rewrote: "Rep ˆB,B")
+_BEFORE = re.compile(rf"(?<![^\W\d_])(?P<mark>[{_SPACING}])(?P<letter>[^\W\d_])(?![^\W\d_])")
 
 
 def attach_marks(blocks: list[dict]) -> int:
@@ -190,14 +192,16 @@ def attach_marks(blocks: list[dict]) -> int:
     lines = [ln for b in blocks for ln in b["lines"]]
     for k, ln in enumerate(lines):
         text = ln.pop("_mark", "") + ln["text"]
-        if not any(c in _COMBINING for c in text):
+        if not text or not any(c in _COMBINING for c in text) and text[-1] not in _SPACING:
             ln["text"] = text
             continue
-        if text[-1] in _COMBINING and k + 1 < len(lines) and lines[k + 1]["text"][:1].strip():
+        # (a spacing accent alone at a line's end too: a pass that rewrote the line left it there)
+        hangs = text[-1] in _COMBINING or text[-1] in _SPACING and not text[-2:-1].isalnum()
+        if hangs and k + 1 < len(lines) and lines[k + 1]["text"][:1].strip():
             lines[k + 1]["_mark"] = text[-1] + lines[k + 1].get("_mark", "")  # the next line's first letter's
-            text = text[:-1].rstrip()
+            text = text[:-1] if text[-1] in _SPACING else text[:-1].rstrip()  # (its word ended before it)
         ln["text"] = _MARKED.sub(accent, text)
     for ln in lines:
         if any(c in _SPACING for c in ln["text"]):
-            ln["text"] = _AFTER.sub(after, ln["text"])
+            ln["text"] = _BEFORE.sub(after, _AFTER.sub(after, ln["text"]))
     return placed

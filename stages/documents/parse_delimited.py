@@ -100,7 +100,8 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     # the page's evidence for its two-row stacks in parentheses: the pitch it sets stacks of 3+
     # rows at in them (vectors, matrices); a two-row stack at that pitch is a vector, not \binom
     pitches = [got[2] for left in lefts if left.text == "("
-               and (got := _stack(left, pool.near(left.oy), depths[id(left)], unread)) is not None and got[3] >= 3]
+               and (got := _stack(left, pool.near(left.oy), depths[id(left)], unread)) is not None
+               and (got[3] >= 3 or got[4] >= 2)]
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
             near = pool.near(left.oy)
