@@ -542,3 +542,20 @@ def test_asks_an_and_joins_must_each_be_answered():
 ])
 def test_a_solution_that_does_not_satisfy_its_equation_is_a_mismatch(question, answer, wrong):
     assert (("answer_mismatch", True) in reasons(rec(question, answer, "expression"))) == wrong
+
+
+@pytest.mark.parametrize("question,answer,wrong", [
+    # Lebl: sin(x)(sin(t) + cos(t)) with its brackets lost fails y(0, t) = 0
+    ("Résolvez y_{tt}= y_{xx}, y(0, t) = y(π, t) = 0, y(x, 0) = sin(x) pour 0 < x< π.", "y(x, t) = sin(x) sin(t) + cos(t)", True),
+    ("Résolvez y_{tt}= y_{xx}, y(0, t) = y(π, t) = 0, y(x, 0) = sin(x) pour 0 < x< π.", "y(x, t) = sin(x) (sin(t) + cos(t))", False),
+    ("Find a series solution of u_t= 3u_{xx}, u(0, t) = u(π, t) = 0, u(x, 0) = 5 sin(x) + 2 sin(5x) for 0 < x< π.",
+     "u(x, t) = 5 sin(x) e^{−3t}+ 2 sin(5x) e^{−75t}", False),
+    ("Find a series solution of u_t= 3u_{xx}, u(0, t) = u(π, t) = 0, u(x, 0) = 5 sin(x) + 2 sin(5x) for 0 < x< π.",
+     "u(x, t) = 5 sin(x) e^{−3t}+ 2 sin(4x) e^{−75t}", True),
+    # Lebl: y′ = sin(x)/cos(y) printed as a product; along sin(y) = −cos(x) + C, y′ = sin(x)/cos(y)
+    ("Trouvez une solution implicite pour y′ = sin(x) cos(y).", "sin(y) = −cos(x) + C", True),
+    ("Trouvez une solution implicite pour y′ = \\frac{sin(x)}{cos(y)}.", "sin(y) = −cos(x) + C", False),
+    ("Trouvez une solution implicite pour x′ = \\frac{1}{3x^2+1}, x(0) = 1.", "x^3 + x= t+ 2", False),  # no constant: not checked
+])
+def test_boundary_conditions_and_implicit_solutions_are_checked(question, answer, wrong):
+    assert (("answer_mismatch", True) in reasons(rec(question, answer, "expression"))) == wrong

@@ -183,3 +183,84 @@ def ode_mismatch(question: str, answer: str) -> str | None:
     except Exception:  # noqa: BLE001  # sympy's errors on odd input: cannot tell
         return None
     return None
+
+
+# ---- boundary conditions of a function of two variables -------------------------------------------------
+
+_SIGNATURE = re.compile(r"^\s*([a-zA-Z])\(\s*([a-z])\s*,\s*([a-z])\s*\)\s*=\s*(.+?)\s*\.?\s*$")
+_CONDITION = re.compile(r"(?<![A-Za-z_])([a-zA-Z])\(\s*([^(),]+?)\s*,\s*([^(),]+?)\s*\)\s*=")
+
+
+def boundary_mismatch(question: str, answer: str) -> str | None:
+    """"y_{tt} = y_{xx}, y(0, t) = y(π, t) = 0, ..." answered "y(x, t) = sin(x) sin(t) + cos(t)": at
+    x = 0 the gold is cos(t), not 0 (the book's sin(x)(sin(t) + cos(t)) lost its brackets)."""
+    import sympy
+
+    gold = _SIGNATURE.match(answer)
+    if gold is None or "=" in gold.group(4):
+        return None
+    name, v1, v2 = gold.group(1), gold.group(2), gold.group(3)
+    f = _expr(gold.group(4))
+    if f is None:
+        return None
+    symbols = {s.name: s for s in f.free_symbols}
+    for chain in re.split(r",\s*(?=[a-zA-Z]\()|;|\s+(?:pour|for|et|and)\b[^,;]*", question):
+        conditions = list(_CONDITION.finditer(chain))
+        if not conditions or any(c.group(1) != name for c in conditions):
+            continue
+        value = _expr(chain[conditions[-1].end():].strip(" .,"))
+        if value is None:
+            continue
+        for c in conditions:
+            subs, free = {}, []
+            for var, arg in ((v1, c.group(2)), (v2, c.group(3))):
+                if arg == var:
+                    free.append(var)
+                elif (point := _expr(arg)) is not None and not point.free_symbols:
+                    subs[symbols.get(var, sympy.Symbol(var))] = point
+                else:
+                    subs = None
+                    break
+            if not subs or len(free) != 1 or not {s.name for s in value.free_symbols} <= {free[0]}:
+                continue
+            at = symbols.get(free[0]) or next((s for s in value.free_symbols), sympy.Symbol(free[0]))
+            if _differ(f.subs(subs), value, at):
+                return f"{c.group(0).rstrip('= ')} = {chain[conditions[-1].end():].strip(' .,')[:30]} but the gold gives {f.subs(subs)}"
+    return None
+
+
+# ---- an implicit general solution of a first-order equation ---------------------------------------------
+
+_FIRST_ORDER = re.compile(r"(?<![A-Za-z\\])([a-zA-Z])(?:′|')\s*=\s*([^,;]+?)\s*(?:[.,;]|$)")
+
+
+def implicit_mismatch(question: str, answer: str) -> str | None:
+    """"Trouvez une solution implicite pour y′ = sin(x) cos(y)." answered "sin(y) = −cos(x) + C": along
+    F(x, y) = C, y′ = −F_x/F_y = sin(x)/cos(y), not sin(x) cos(y) (a fraction flattened). Checked
+    only with a free constant C, where every point lies on some solution."""
+    import sympy
+
+    ode = _FIRST_ORDER.search(question)
+    if ode is None or answer.count("=") != 1 or not re.search(r"implicit|implicite|general|générale|solve|résolvez", question, re.I):
+        return None
+    name = ode.group(1)
+    lhs, rhs = (_expr(side) for side in answer.split("="))
+    slope = _expr(ode.group(2))
+    if lhs is None or rhs is None or slope is None:
+        return None
+    F = lhs - rhs
+    symbols = {s.name: s for s in F.free_symbols | slope.free_symbols}
+    y, const = symbols.get(name), symbols.get("c")
+    x = next((symbols[v] for v in ("x", "t", "s") if v in symbols and v != name), None)
+    if y is None or const is None or x is None or not set(symbols) <= {name, x.name, "c"}:
+        return None
+    try:
+        residual = sympy.diff(F, x) + sympy.diff(F, y) * slope
+        points = [{x: 0.3 + 0.41 * i, y: 0.2 + 0.29 * i, const: 0.5} for i in range(4)]
+        values = [complex(residual.subs(p).evalf()) for p in points]
+    except Exception:  # noqa: BLE001
+        return None
+    finite = [v for v in values if abs(v) < 1e12 and v == v]
+    if len(finite) >= 2 and any(abs(v) > 1e-6 for v in finite):
+        return f"along {answer.strip()[:40]}, {name}′ is not {ode.group(2).strip()[:30]}"
+    return None

@@ -685,10 +685,12 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
 def computed_mismatch(question: str, answer: str) -> Finding | None:
     """The gold fails a check a computer algebra system can make (answer_consistency): the derivative
     of the printed function, the initial value of an explicit solution, the differential equation
-    it should satisfy."""
-    from .answer_consistency import derivative_mismatch, initial_value_mismatch, ode_mismatch
+    it should satisfy, boundary conditions of a function of two variables, an implicit general solution."""
+    from .answer_consistency import (boundary_mismatch, derivative_mismatch, implicit_mismatch, initial_value_mismatch,
+                                     ode_mismatch)
 
-    why = derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
+    why = (derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
+           or boundary_mismatch(question, answer) or implicit_mismatch(question, answer))
     return Finding("answer_mismatch", why, True) if why else None
 
 
