@@ -136,7 +136,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "2"
+    version = "3"
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage
