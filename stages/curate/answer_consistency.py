@@ -237,7 +237,7 @@ _FIRST_ORDER = re.compile(r"(?<![A-Za-z\\])([a-zA-Z])(?:′|')\s*=\s*([^,;]+?)\s
 def implicit_mismatch(question: str, answer: str) -> str | None:
     """"Trouvez une solution implicite pour y′ = sin(x) cos(y)." answered "sin(y) = −cos(x) + C": along
     F(x, y) = C, y′ = −F_x/F_y = sin(x)/cos(y), not sin(x) cos(y) (a fraction flattened). Checked
-    only with a free constant C, where every point lies on some solution."""
+    only for "G(x, y) = C + ...", where every point lies on one of the solutions."""
     import sympy
 
     ode = _FIRST_ORDER.search(question)
@@ -255,6 +255,8 @@ def implicit_mismatch(question: str, answer: str) -> str | None:
     if y is None or const is None or x is None or not set(symbols) <= {name, x.name, "c"}:
         return None
     try:
+        if not sympy.diff(F, const).is_number or const in (sympy.diff(F, x) + sympy.diff(F, y)).free_symbols:
+            return None  # "G(x, y) = C" only: then every point lies on the curve of C = G(x, y)
         residual = sympy.diff(F, x) + sympy.diff(F, y) * slope
         points = [{x: 0.3 + 0.41 * i, y: 0.2 + 0.29 * i, const: 0.5} for i in range(4)]
         values = [complex(residual.subs(p).evalf()) for p in points]
