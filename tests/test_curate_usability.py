@@ -559,3 +559,9 @@ def test_a_solution_that_does_not_satisfy_its_equation_is_a_mismatch(question, a
 ])
 def test_boundary_conditions_and_implicit_solutions_are_checked(question, answer, wrong):
     assert (("answer_mismatch", True) in reasons(rec(question, answer, "expression"))) == wrong
+
+
+def test_a_nontrivial_solution_asked_for_is_one_of_many():  # Lebl: separation of variables, any member of the family
+    q = "Use separation of variables to find a nontrivial solution to u_{xt}= u_{xx}."
+    assert ("open_ended", True) in reasons(rec(q, "u(x, t) = e^{λt}e^{λx} for some λ", "expression"))
+    assert "open_ended" not in [r for r, _ in reasons(rec("Find the general solution to y′ = y.", "y = Ce^x", "expression"))]

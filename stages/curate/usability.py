@@ -250,6 +250,8 @@ _EXAMPLE_ASK = re.compile(r"\b(?:give|find|construct|make\s+up|produce|write\s+d
                           r"|\bmake\s+up\b|\bgive\s+examples?\b|\bexamples?\s+as\s+follows\b", re.I)
 _EXAMPLE_GIVEN = re.compile(r"\bfor\s+example\b|\bhere\s+is\s+one\b|\bone\s+(?:such\s+)?example\b|\be\.g\.|\bsuch\s+as\b"
                             r"|\bthe\s+simplest\s+example\b|\bone\s+such\b|\bare\s+possible\b|^\s*(?:let|take|put)\b", re.I)
+_ANY_SOLUTION_ASK = re.compile(r"\b(?:find|give|trouvez|donnez)\s+(?:a|an|one|une)\s+(?:nontrivial|non-trivial|non\s+triviale?|non-triviale?)\s+solutions?\b"
+                               r"|\b(?:trouvez|donnez)\s+une\s+solution\s+non[- ]triviale\b", re.I)
 _NOT_POSSIBLE = re.compile(r"\b(?:not|no|never|im)\s*possible\b|\bno\s+such\b|\bcannot\s+exist\b|\bdoes\s+not\s+exist\b", re.I)
 _DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\band\s+)(?:draw|sketch|plot|illustrate|shade)\b", re.I)
 
@@ -270,6 +272,8 @@ def open_ended(question: str, answer: str) -> Finding | None:
         return Finding("no_task", "the question is a bare formula: what to do with it is not said", True)
     if _ESTIMATE.search(question) and (_ESTIMATE_OPEN.search(question) or re.match(r"\s*[∼~≈]", answer)):
         return Finding("open_ended", "an order-of-magnitude estimate: any reasonable value is right", True)
+    if _ANY_SOLUTION_ASK.search(question):  # "find a nontrivial solution to u_xt = u_xx": a family, the gold is one member
+        return Finding("open_ended", f"asks for {_ANY_SOLUTION_ASK.search(question).group(0)!r}: one of many", True)
     if _EXAMPLE_ASK.search(question) and not _NOT_POSSIBLE.search(answer[:120]):
         sure = bool(_EXAMPLE_GIVEN.search(answer[:200]))
         return Finding("open_ended", "asks for an example" + ("; one of many is given" if sure else ""), sure)
