@@ -26,7 +26,11 @@ returns a reason, the evidence, and whether it is sure:
 - `needs_context`: the task leans on something printed outside the item ("the two graphs below",
   "the data above", "as before");
 - `layout_damaged` also: a bracket closed that was never opened ("the matrix inverse 1 2] 1 x"), a
-  radical of a perfect square or a lone number left after a rebuilt formula ("d h \\sqrt{4} \\sqrt{h+x} 1").
+  radical of a perfect square or a lone number left after a rebuilt formula ("d h \\sqrt{4} \\sqrt{h+x} 1"),
+  a `[` never closed, `e \\sqrt{2}x` (an exponent left on the line), a matrix equal to a number;
+- `answer_mismatch` also: a gold that fails a sympy check against the printed question
+  (answer_consistency: derivative, differential equation, initial and boundary values), an answer
+  in another unit than the "how many litres" asked.
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
 with a `maybe_` prefix). The LLM path asks the model only about the items with unsure findings;

@@ -6,7 +6,10 @@ the reader"), `open_discussion` (discuss / explain / describe questions with a p
 `proof_without_conclusion` (a proof whose claim has no checkable value: it cannot be converted),
 `no_boolean_answer` (true/false without one), `long_form_answer` (prose with no final answer).
 A long answer that states a final one ("... so the answer is \\boxed{12}") keeps the final answer
-and moves the full text to `solution` (when that is empty). Sets `answer_type`.
+and moves the full text to `solution` (when that is empty); so does a value followed by its
+explanation ("20^4 (order matters ...)"). A statement the stem asks for (a negation, an "if ...,
+then ..." rewrite) and a verdict in words ("f is not injective. To prove this ...") are kept as
+text tagged `statement_answer` and `needs_judge`. Sets `answer_type`.
 """
 
 from __future__ import annotations
