@@ -106,7 +106,15 @@ def test_column_vectors_in_big_brackets_become_one_matrix(tmp_path):
     x = w.column(x, 200, [("x", ""), ("y", "2"), ("3", "")])
     w.text(x + 3, 200, " here.")
     w.text(72, 200 + 2.2 * S, "The next line of prose runs on under the vector.")
+    # a small matrix: its column gap narrower than a table's, but at one place in every row; an
+    # operator with spaces around it is no column of its own
+    x = w.text(72, 300, "3. Then ")
+    x = w.column(x, 300, [("1  3", ""), ("3  1", "")])
+    x = w.text(x + 3, 300, " and ")
+    x = w.column(x, 300, [("x  +  1", ""), ("y  −  2", "")])
     lines = parse_lines(w.save(tmp_path / "columns.pdf"))
+    assert lines[3] == ("3. Then \\begin{pmatrix} 1 & 3 \\\\ 3 & 1 \\end{pmatrix} and "
+                        "\\begin{pmatrix} x+1 \\\\ y−2 \\end{pmatrix}"), lines
     assert lines[0] == ("1. Are \\begin{pmatrix} e^{2t} \\\\ e^t \\end{pmatrix} and "
                         "\\begin{pmatrix} cosh(t) \\\\ 1 \\end{pmatrix} independent?"), lines
     assert lines[1] == "2. Take \\begin{pmatrix} x \\\\ y^2 \\\\ 3 \\end{pmatrix} here.", lines

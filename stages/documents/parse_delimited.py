@@ -147,6 +147,7 @@ def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, tuple[str, int
     return raw
 
 
+_OPERATOR_SIGNS = frozenset("+−-=·×±<>≤≥")
 _PAIRS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⌊": "⌋", "⌈": "⌉"}
 
 
@@ -246,11 +247,17 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     rows = [sorted(r, key=reading_order) for r in _rows(inside, em)]
     if len(rows) < 2 or not all(rows):
         return None
+    # cells apart by a table gap, or by a narrower one every row has at the same place (a small
+    # matrix's column gap: lebl's inline [1 3; 3 1]) that leaves no operator alone in a cell
+    gaps = [[(a.x1, b.x0) for a, b in zip(row, row[1:], strict=False) if b.x0 - a.x1 > 0.3 * em] for row in rows]
+    shared = [(x0, x1) for x0, x1 in gaps[0] if all(any(a < x1 and x0 < b for a, b in other) for other in gaps[1:])]
     table = []
     for row in rows:
         cells: list[list[Glyph]] = [[row[0]]]
         for a, b in zip(row, row[1:], strict=False):
-            if b.x0 - a.x1 > 0.8 * em:
+            narrow = b.x0 - a.x1 > 0.3 * em and a.text not in _OPERATOR_SIGNS and b.text not in _OPERATOR_SIGNS \
+                and any(x0 < b.x0 and a.x1 < x1 for x0, x1 in shared)
+            if b.x0 - a.x1 > 0.8 * em or narrow:
                 cells.append([])
             cells[-1].append(b)
         table.append(cells)
