@@ -565,3 +565,26 @@ def test_a_nontrivial_solution_asked_for_is_one_of_many():  # Lebl: separation o
     q = "Use separation of variables to find a nontrivial solution to u_{xt}= u_{xx}."
     assert ("open_ended", True) in reasons(rec(q, "u(x, t) = e^{λt}e^{λx} for some λ", "expression"))
     assert "open_ended" not in [r for r, _ in reasons(rec("Find the general solution to y′ = y.", "y = Ce^x", "expression"))]
+
+
+@pytest.mark.parametrize("question,answer", [
+    # Levin: three asks, the answer takes the first: no verdict for the others
+    ("Suppose G has degrees 2, 2, 3, 3, 5. How many edges does G have? If G was planar how many faces would it have? "
+     "Does G have an Euler path?", "G has 8 edges (since the sum of the degrees is 16)"),
+    # Hefferon: an argument, not a verdict
+    ("Does any vector have length zero except a zero vector? (If “yes”, produce an example. If “no”, prove it.)",
+     "We prove that a vector has length zero if and only if all its components are zero. Let u have components u_1, ..., u_n."),
+    # "for which" inside a quantity ask is no which-ask
+    ("(c) What is the smallest value of n for which the graph might be planar? (tricky)",
+     "12. Such a graph would have \\frac{5n}{2} edges. If the graph is planar, then n − \\frac{5n}{2} + f = 2 so there would be"),
+])
+def test_no_verdict_in_words_where_the_answer_does_not_give_one(question, answer):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "open", "tags": []}, CTX)
+    assert isinstance(out, Drop) or "statement_answer" not in out.get("tags", [])
+
+
+def test_a_flattened_truth_table_is_no_statement():  # Levin: the table's rows read "T T F T F F ..."
+    q = "Make a truth table for the statement ¬P ∧(Q →P). What can you conclude about P and Q if you know the statement is true?"
+    out = VerifiableStage().embedded({"question": q, "answer": "P Q ¬P ∧(Q →P) T T F T F F F T F F F T If the statement is "
+                                      "true, then both P and Q are false.", "question_type": "open", "tags": []}, CTX)
+    assert isinstance(out, Drop) or "statement_answer" not in out.get("tags", [])

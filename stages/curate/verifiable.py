@@ -102,8 +102,7 @@ def prose_final(question: str, answer: str) -> str | None:
 
 
 def _words(text: str) -> int:
-    """Words of prose: LaTeX commands ("\\begin{pmatrix}") are notation, not words."""
-    return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"\\[A-Za-z]+", " ", text)))
+    return len(re.findall(r"[A-Za-z]{2,}", text))
 
 
 # The stem asks for a statement: a negation, converse or contrapositive, an "if ..., then ..."
@@ -120,7 +119,8 @@ _JUDGE_TAGS = ["statement_answer", "needs_judge"]
 
 def statement_answer(question: str, answer: str) -> bool:
     """The stem asks for a statement and the answer is one (or a few): short prose, no argument."""
-    return bool(_STATEMENT_ASK.search(question)) and 0 < _words(answer) <= 60 and not _ARGUES.search(answer)
+    return (bool(_STATEMENT_ASK.search(question)) and 0 < _words(answer) <= 60 and not _ARGUES.search(answer)
+            and not re.search(r"(?:(?<![\w])[A-Z]\s+){5,}", answer))  # "P Q ... T T F T F F": a truth table flattened
 
 
 # "Is f injective? Prove your answer." answered "f is not injective. To prove this, ...", "Determine if
@@ -142,12 +142,19 @@ def _terms(text: str) -> set[str]:
 def verdict_sentence(question: str, answer: str) -> str | None:
     """The verdict an answer opens with in words, for a yes/no or decide ask: its first sentence,
     when it names what the ask asks about and the rest (if any) justifies it. None when unsure."""
-    if not (_YES_NO_ASK.search(question) or _DECIDE_ASK.search(question) or re.search(r"\bwhich\b[^.?]*\?", question, re.I)):
+    if not (_YES_NO_ASK.search(question) or _DECIDE_ASK.search(question)
+            or re.search(r"(?:^|[.?!]\s+|\n)(?:for\s+|in\s+|of\s+)?which\b[^.?]*\?", question, re.I)):  # "Which graphs ...?", not "the n for which ..."
         return None
     if _MORE_ASKED.search(question):  # "Determine whether ... If it is, describe the partition": more than a verdict
         return None
-    m = re.match(r"(.+?[^.\s]{2})\.(?:\s+(?=[A-Z])|\s*$)", answer, re.S)
+    m = re.match(r"(.*?[^.\s]{2})\.(?:\s+(?=[A-Z])|\s*$)", answer, re.S)
     first, rest = (m.group(1), answer[m.end():]) if m else (answer.rstrip(" ."), "")
+    if re.match(r"\s*(?:we|let|suppose|assume|consider|note|since|because|if)\b", first, re.I):
+        return None  # "We prove that ...": an argument, not a verdict
+    said_all = {w[:6] for w in _terms(answer)}
+    for ask in re.findall(r"[^.?!\n]*\?", question):  # "How many edges ...? ... how many faces ...?": each ask answered
+        if _terms(ask) and not {w[:6] for w in _terms(ask)} & said_all:
+            return None
     if _words(first) > 16 or _words(first) < 2 or not _CLAIM_VERB.search(first) or re.search(r"[=<>≤≥]", first):
         return None
     if rest.strip() and not _JUSTIFY.match(rest):
