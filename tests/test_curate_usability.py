@@ -447,6 +447,8 @@ def test_a_verdict_is_not_enough_when_more_is_asked():  # Judson: the partition 
     ("20^4 (order matters and repeats are allowed; 20 choices 4 times)", "20^4"),
     ("2.01 × 10^9 solar masses, assuming the gas follows a circular orbit of radius R = 50 ly", "2.01 × 10^9 solar masses"),
     ("3 1 = 3. We need to select 1 of the 3 remaining elements to be in the subset", "3"),
+    ("Gaussian reduction −(1/2)ρ1+ρ2 2x + 2y = 5 −→ −5y = −5/2 shows that y = 1/2 and x = 2 is the unique solution",
+     "y = 1/2 and x = 2"),  # Hefferon: the working names its solution in words
 ])
 def test_a_value_then_its_explanation_keeps_the_value(answer, final):
     out = VerifiableStage().embedded({"question": "How many are there?", "answer": answer, "question_type": "open", "tags": []}, CTX)

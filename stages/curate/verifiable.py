@@ -176,7 +176,15 @@ _VALUE_THEN_CLAUSE = re.compile(r"^\s*(?P<v>[−-]?\d[\d.,]*(?:\s*(?:×|x)\s*10\
 _CHAIN_THEN_PROSE = re.compile(r"^\s*(?P<chain>[^A-Za-z.]*\d[^A-Za-z]*?=\s*(?P<v>[−-]?\d[\d,]*(?:\.\d+)?))\s*\.\s+(?=[A-Z])")
 
 
+# "Gaussian reduction ... shows that y = 1/2 and x = 2 is the unique solution": the working names
+# its solution in words; the assignments are the final answer
+_STATED_SOLUTION = re.compile(r"\b(?:shows?|gives?|so|thus|hence)\s+(?:that\s+)?(?P<v>[^.;:]{1,60}?=[^.;:]{1,60}?)\s+(?:is|are)\s+the\s+"
+                              r"(?:unique\s+|only\s+)?solutions?\b", re.I)
+
+
 def explained_value(answer: str) -> str | None:
+    if (m := _STATED_SOLUTION.search(answer)) is not None and not re.search(r"[A-Za-z]{3,}", m.group("v").replace(" and ", " ")):
+        return m.group("v").strip()
     for pattern in (_VALUE_THEN_WHY, _VALUE_THEN_CLAUSE, _CHAIN_THEN_PROSE):
         if (m := pattern.match(answer)) is not None:
             value = m.group("v").strip(" .,;")
