@@ -91,7 +91,7 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
             mark = Glyph(ln.pop("_mark"), firsts[li].x0, firsts[li].x0, firsts[li].oy, firsts[li].size, "", li)
             chars.insert(chars.index(firsts[li]), mark)
     letters = _Letters(chars)
-    in_line = _InLine(chars)
+    in_line: _InLine | None = None
     for i, mark in enumerate(chars):
         if mark.text not in _ACCENTS:
             continue
@@ -103,6 +103,7 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
         base.text = composed if len(composed) == 1 and base.font == body and name != "vec" \
             else f"\\{name}{{{base.text}}}"
         touched |= {mark.line, base.line}
+        in_line = in_line or _InLine(chars)  # (built when the first accent is placed)
         _drop_mark(mark, base, in_line)
         placed += 1
     if not placed:
@@ -145,12 +146,15 @@ class _Letters:
     do not change in the pass (one stops being a letter once it takes an accent)."""
 
     def __init__(self, chars: list[Glyph]) -> None:
-        got = sorted(((g.oy, i, g) for i, g in enumerate(chars) if _is_letter(g)), key=lambda t: (t[0], t[1]))
-        self.oys = [t[0] for t in got]
-        self.order = [(t[1], t[2]) for t in got]
+        self.chars = chars
+        self.oys: list[float] | None = None  # built on the first question (most pages ask none)
 
     def between(self, lo: float, hi: float) -> list[Glyph]:
         """Letters (still letters) with a baseline in [lo, hi], in the page's glyph order."""
+        if self.oys is None:
+            got = sorted((g.oy, i, g) for i, g in enumerate(self.chars) if _is_letter(g))  # (i: no tie reaches g)
+            self.oys = [t[0] for t in got]
+            self.order = [(t[1], t[2]) for t in got]
         got = self.order[bisect_left(self.oys, lo):bisect_right(self.oys, hi)]
         got.sort(key=lambda t: t[0])
         return [g for _, g in got if _is_letter(g)]
@@ -167,6 +171,7 @@ class _InLine:
             self.lines.setdefault(g.line, []).append((i, g))
 
     def of(self, line: int) -> list[Glyph]:
+        """The glyphs now in `line`, in the page's glyph order."""
         return [g for _, g in self.lines.get(line, ())]
 
     def move(self, g: Glyph, line: int) -> None:
@@ -211,6 +216,7 @@ def _drop_mark(mark: Glyph, base: Glyph, in_line: _InLine) -> None:
 
 
 _COMBINING = "".join(c for c in _ACCENTS if unicodedata.category(c) == "Mn")
+_COMBINING_SET = frozenset(_COMBINING)  # (asked of every line: a set's test runs in C)
 # a mark before a letter (and its script); a word right before it had a space the mark filled
 _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_COMBINING}])")
 
@@ -240,7 +246,7 @@ def attach_marks(blocks: list[dict]) -> int:
     lines = [ln for b in blocks for ln in b["lines"]]
     for k, ln in enumerate(lines):
         text = ln.pop("_mark", "") + ln["text"]
-        if not any(c in _COMBINING for c in text):
+        if _COMBINING_SET.isdisjoint(text):
             ln["text"] = text
             continue
         if text[-1] in _COMBINING and k + 1 < len(lines) and lines[k + 1]["text"][:1].strip():
