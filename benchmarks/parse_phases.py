@@ -41,7 +41,7 @@ def _timed(owner, name: str, label: str) -> None:
 
 def main() -> None:
     for name in ("stext_blocks", "rebuild_stacked", "rebuild_delimited", "wants_spans", "rebuild_lines",
-                 "page_lines", "suspect_chars", "assess"):
+                 "page_lines", "suspect_chars", "assess", "rebuild_accents", "attach_marks"):
         _timed(parse_pdf, name, name)
     for name in ("page_rules", "rebuild_from"):
         _timed(parse_stacked, name, name)

@@ -154,3 +154,21 @@ def test_only_accent_characters_send_a_page_to_the_pass():
     # accents: "min`ute"); "x^2" and a rebuilt "x^{2}", on most math pages, are not
     assert not any(map(_wants_accents, ["x^2 + y^2 = r^2", "e^{x} and a_{n}", "~ 3 cm", "a plain line"]))
     assert all(map(_wants_accents, ["one min`ute", "^e", "where \u20d7p", "x\u02c6 + y\u02c6", "caf\u00b4e"]))
+
+
+def test_a_spacing_arrow_over_a_letter_is_a_vector_and_one_between_spaced_letters_sends_no_page(tmp_path: Path) -> None:
+    w = Writer()
+    space = HELV.text_length(" ", fontsize=S)
+    x = w.text(72, 100, "the velocity")
+    x = w.accented(x + space, 100, "v", "arrowright")  # "→" (U+2192) centred over its letter
+    w.text(x + space, 100, "grows")
+    x = w.text(72, 130, "the map f: A ")
+    w.page.insert_text((x, 130), "\u2192", fontname="F1", fontsize=S)
+    w.text(x + S + space, 130, "B maps")
+    assert parse_lines(w.save(tmp_path / "arrows.pdf")) == ["the velocity \\vec{v} grows", "the map f: A →B maps"]
+    # the page-level cue: an arrow touching a letter or digit, or on a line of its own, may be an
+    # accent; one with a gap on both sides (a function arrow) is not looked at glyph by glyph
+    for text in ("the velocity→v grows", "p→ and", "−−→", "→ →"):
+        assert _wants_accents(text), text
+    for text in ("f: A → B", "x ↦ y", "maps 1 → 2,"):
+        assert not _wants_accents(text), text

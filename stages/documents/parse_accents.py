@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from typing import Any
 
-from .parse_glyph_pool import Glyph, Rule, page_glyphs, rewrite_line
+from .parse_glyph_pool import Glyph, Rule, page_glyphs, rewrite_line, span_text
 from .parse_math import GlyphMap
 
 # accent character -> (LaTeX accent, the combining mark that composes it)
@@ -51,13 +52,16 @@ for _name, _mark, _chars in (
 ACCENT_CHARS = frozenset(_ACCENTS)
 # What sends a page to the pass: an accent character, but an ASCII "^", "~" or "`" only right before
 # a letter (an OT1 font's accents read so: "min`ute", TeX drawing the accent first), not in "x^2"
-# or a rebuilt "x^{2}", which most math pages hold; on a page the pass reads, all are looked at
-_TRIGGERS = ACCENT_CHARS - frozenset("^~`")
-_ASCII_ACCENT = re.compile(r"[\^~`][^\W\d_]")
+# or a rebuilt "x^{2}", which most math pages hold; and a spacing arrow "→" only where it can sit
+# over a letter: touching one (drawn before its letter, or after it, with no gap between: the two
+# overlap) or alone on a line of its own (raised over a tall letter), not between spaces ("f: A → B",
+# a function arrow on the baseline: most arrows of a math book). On a page the pass reads, all are looked at
+_TRIGGERS = ACCENT_CHARS - frozenset("^~`\u2192")
+_IN_CONTEXT = re.compile(r"[\^~`][^\W\d_]|[^\W_]\u2192|\u2192[^\W_]|^[\s\u2212\-\u2192]*\u2192[\s\u2212\-\u2192]*$")
 
 
 def _wants_accents(text: str) -> bool:
-    return bool(_TRIGGERS.intersection(text)) or _ASCII_ACCENT.search(text) is not None
+    return bool(_TRIGGERS.intersection(text)) or _IN_CONTEXT.search(text) is not None
 
 
 def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) -> int:
@@ -67,8 +71,10 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
     leading = _unhang(blocks, raw)
+    # a span's glyphs are looked at one by one only when its text (joined in C) holds an accent
     seeds = [Rule(c["bbox"][0], c["bbox"][2] + 1, c["origin"][1]) for b in raw for ln in b.get("lines", ())
-             for s in ln["spans"] for c in s["chars"] if c["c"] in _ACCENTS]
+             for s in ln["spans"] if not ACCENT_CHARS.isdisjoint(span_text(s))
+             for c in s["chars"] if c["c"] in _ACCENTS]
     if not seeds:
         return 0
     lines, chars = page_glyphs(blocks, raw, glyphs or {}, seeds)
@@ -84,10 +90,12 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
         if "_mark" in ln and li in firsts:
             mark = Glyph(ln.pop("_mark"), firsts[li].x0, firsts[li].x0, firsts[li].oy, firsts[li].size, "", li)
             chars.insert(chars.index(firsts[li]), mark)
+    letters = _Letters(chars)
+    in_line: _InLine | None = None
     for i, mark in enumerate(chars):
         if mark.text not in _ACCENTS:
             continue
-        base = _base(mark, i, chars)
+        base = _base(mark, i, chars, letters)
         if base is None:
             continue
         name, combining = _ACCENTS[mark.text]
@@ -95,7 +103,8 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
         base.text = composed if len(composed) == 1 and base.font == body and name != "vec" \
             else f"\\{name}{{{base.text}}}"
         touched |= {mark.line, base.line}
-        _drop_mark(mark, base, chars)
+        in_line = in_line or _InLine(chars)  # (built when the first accent is placed)
+        _drop_mark(mark, base, in_line)
         placed += 1
     if not placed:
         return leading
@@ -132,7 +141,51 @@ def _is_letter(g: Glyph) -> bool:
     return len(g.text) == 1 and g.text.isalnum()
 
 
-def _base(mark: Glyph, i: int, chars: list[Glyph]) -> Glyph | None:
+class _Letters:
+    """The page's letters by baseline, for the spacing accents' search: a letter's place and size
+    do not change in the pass (one stops being a letter once it takes an accent)."""
+
+    def __init__(self, chars: list[Glyph]) -> None:
+        self.chars = chars
+        self.oys: list[float] | None = None  # built on the first question (most pages ask none)
+
+    def between(self, lo: float, hi: float) -> list[Glyph]:
+        """Letters (still letters) with a baseline in [lo, hi], in the page's glyph order."""
+        if self.oys is None:
+            got = sorted((g.oy, i, g) for i, g in enumerate(self.chars) if _is_letter(g))  # (i: no tie reaches g)
+            self.oys = [t[0] for t in got]
+            self.order = [(t[1], t[2]) for t in got]
+        got = self.order[bisect_left(self.oys, lo):bisect_right(self.oys, hi)]
+        got.sort(key=lambda t: t[0])
+        return [g for _, g in got if _is_letter(g)]
+
+
+class _InLine:
+    """The glyphs of each line, in the page's glyph order, kept so as a mark moves into its
+    letter's line."""
+
+    def __init__(self, chars: list[Glyph]) -> None:
+        self.where = {id(g): i for i, g in enumerate(chars)}
+        self.lines: dict[int, list[tuple[int, Glyph]]] = {}
+        for i, g in enumerate(chars):
+            self.lines.setdefault(g.line, []).append((i, g))
+
+    def of(self, line: int) -> list[Glyph]:
+        """The glyphs now in `line`, in the page's glyph order."""
+        return [g for _, g in self.lines.get(line, ())]
+
+    def move(self, g: Glyph, line: int) -> None:
+        if g.line == line:
+            return
+        i = self.where[id(g)]
+        old = self.lines[g.line]
+        old.pop(bisect_left(old, i, key=lambda t: t[0]))
+        new = self.lines.setdefault(line, [])
+        new.insert(bisect_left(new, i, key=lambda t: t[0]), (i, g))
+        g.line = line
+
+
+def _base(mark: Glyph, i: int, chars: list[Glyph], letters: _Letters) -> Glyph | None:
     """The letter `mark` sits over, or None."""
     size = mark.size
     if mark.x1 - mark.x0 < 0.05 * size:  # a combining mark: the glyph drawn next
@@ -142,25 +195,28 @@ def _base(mark: Glyph, i: int, chars: list[Glyph]) -> Glyph | None:
             return nxt
         return None
     mid = mark.mid
-    under = [g for g in chars if g is not mark and _is_letter(g) and g.size >= 0.7 * size
-             and g.x0 - 0.05 * size <= mid <= g.x1 + 0.05 * size and -0.05 * size <= g.oy - mark.oy <= 1.0 * size]
+    under = [g for g in letters.between(mark.oy - 0.06 * size, mark.oy + 1.01 * size) if g is not mark
+             and g.size >= 0.7 * size and g.x0 - 0.05 * size <= mid <= g.x1 + 0.05 * size
+             and -0.05 * size <= g.oy - mark.oy <= 1.0 * size]
     return min(under, key=lambda g: abs(g.mid - mid), default=None)
 
 
-def _drop_mark(mark: Glyph, base: Glyph, chars: list[Glyph]) -> None:
+def _drop_mark(mark: Glyph, base: Glyph, in_line: _InLine) -> None:
     """The mark leaves its line. Where it stood in a gap before its letter (MuPDF put no space
     there: the mark filled it), it becomes that space, in the letter's line."""
-    before = [g for g in chars if g.line == base.line and g is not mark and g is not base
+    before = [g for g in in_line.of(base.line) if g is not mark and g is not base
               and g.x1 <= base.x0 + 0.1 * base.size and abs(g.oy - base.oy) < 0.5 * base.size]
     prev = max(before, key=lambda g: g.x1, default=None)
     if prev is not None and not prev.blank and base.x0 - prev.x1 > 0.25 * base.size:
-        mark.text, mark.blank, mark.line = " ", True, base.line
+        mark.text, mark.blank = " ", True
+        in_line.move(mark, base.line)
         mark.x0, mark.x1, mark.oy, mark.size, mark.font = prev.x1, base.x0, base.oy, base.size, prev.font
     else:
         mark.text, mark.blank = "", True
 
 
 _COMBINING = "".join(c for c in _ACCENTS if unicodedata.category(c) == "Mn")
+_COMBINING_SET = frozenset(_COMBINING)  # (asked of every line: a set's test runs in C)
 # a mark before a letter (and its script); a word right before it had a space the mark filled
 _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_COMBINING}])")
 
@@ -192,7 +248,7 @@ def attach_marks(blocks: list[dict]) -> int:
     lines = [ln for b in blocks for ln in b["lines"]]
     for k, ln in enumerate(lines):
         text = ln.pop("_mark", "") + ln["text"]
-        if not text or not any(c in _COMBINING for c in text) and text[-1] not in _SPACING:
+        if not text or _COMBINING_SET.isdisjoint(text) and text[-1] not in _SPACING:
             ln["text"] = text
             continue
         # (a spacing accent alone at a line's end too: a pass that rewrote the line left it there)

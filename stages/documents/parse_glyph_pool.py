@@ -10,6 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from .parse_math import GlyphMap, line_text
@@ -156,6 +157,15 @@ class GlyphPool:
         return out
 
 
+_CHAR = itemgetter("c")
+
+
+def span_text(span: dict) -> str:
+    """A raw-dict span's text (joined in C; `PageExtraction` may have joined it already)."""
+    text = span.get("text")
+    return "".join(map(_CHAR, span["chars"])) if text is None else text
+
+
 def page_glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
             rules: list[Rule]) -> tuple[list[dict], list[Glyph]]:
     """JSON lines near a rule that agree with their raw-dict line, and the glyphs of those lines
@@ -165,15 +175,18 @@ def page_glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
     out: list[Glyph] = []
     if len(raw_text) != len(blocks):
         return lines, out
+    by_y = sorted(rules, key=attrgetter("y"))  # a line asks only the rules within its reach in y
+    ys = [r.y for r in by_y]
     for jb, rb in zip(blocks, raw_text, strict=True):
         if len(jb["lines"]) != len(rb.get("lines", [])):
             continue
         for jl, rl in zip(jb["lines"], rb["lines"], strict=True):
             x0, y0, x1, y1 = rl["bbox"]
             reach = 3 * (jl["font"]["size"] or 1.0)
-            if not any(y0 - reach < r.y < y1 + reach and x0 - reach < r.x1 and r.x0 < x1 + reach for r in rules):
+            near = by_y[bisect_right(ys, y0 - reach):bisect_left(ys, y1 + reach)]
+            if not any(y0 - reach < r.y < y1 + reach and x0 - reach < r.x1 and r.x0 < x1 + reach for r in near):
                 continue
-            if "".join(c["c"] for s in rl["spans"] for c in s["chars"]) != jl["text"]:
+            if "".join([span_text(s) for s in rl["spans"]]) != jl["text"]:
                 continue  # the two must agree
             li = len(lines)
             lines.append(jl)
