@@ -22,6 +22,9 @@ from rlclimb.schemas.io import load_yaml
 from rlclimb.schemas.records import MixSource, MixSpec
 
 DataError = MixError  # one error for unreadable mixes, from `rlclimb mix` and `rlclimb train`
+# Curation's tag for an answer no rule can compare (a statement, a verdict in words): the math
+# environment grades with the rule checker only, so it would score every rollout 0 on such an item.
+JUDGED = "needs_judge"
 
 
 @dataclass
@@ -51,7 +54,14 @@ def to_items(rows: list[dict[str, Any]], where: str, skipped: list[str]) -> list
             else:
                 skipped.append(f"{where}: row {n}: a SWE instance without instance_id or problem_statement")
     rest = [r for r in rows if not is_swe(r)]
-    return swe + [Item(rec, kind) for kind, rec in typed_records(rest, where, skipped, "a training item")]
+    items = []
+    for kind, rec in typed_records(rest, where, skipped, "a training item"):
+        if kind == "math" and JUDGED in rec.tags:
+            skipped.append(f"{where}: item {rec.id}: its answer is a statement only an LLM judge can grade "
+                           f"(tag {JUDGED}); the math environment's rule checker cannot, so it is left out")
+        else:
+            items.append(Item(rec, kind))
+    return swe + items
 
 
 def tool_env_items(path: Path) -> list[Item]:

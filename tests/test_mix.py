@@ -124,3 +124,20 @@ def test_bad_specs_fail_with_the_file_and_the_key(sources, tmp_path):
     res = cli("mix", bad_sql, "--out", tmp_path / "o4")
     assert res.exit_code == 2 and "filter" in res.output
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o3" / "mix.json").exists()
+
+
+def test_train_leaves_out_items_only_a_judge_can_grade(tmp_path):
+    """A statement answer (curation's `needs_judge` tag) would score every rollout 0 under the
+    math environment's rule checker: `rlclimb train` leaves it out and names it; `mix` keeps it."""
+    stated = QAItem(question="State the converse of: if n is even then n^2 is even.",
+                    answer="If n^2 is even then n is even.", tags=["statement_answer", "needs_judge"])
+    valued = QAItem(question="What is 2 + 2?", answer="4")
+    run = dataset(tmp_path / "run", [stated, valued])
+    skipped: list[str] = []
+    items = load_items(run, skipped)
+    assert [i.record.id for i in items] == [valued.id]
+    assert len(skipped) == 1 and stated.id in skipped[0] and "judge" in skipped[0]
+    spec = write_spec(tmp_path / "mix.yaml", {"name": "m", "validation": 0, "sources": [{"path": "run"}]})
+    res = cli("mix", spec, "--out", tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    assert pl.read_parquet(tmp_path / "out" / "mix_items.parquet").height == 2
