@@ -26,7 +26,12 @@ CODES = {0: ("parenleftbig", 460, 40, 1160), 1: ("parenrightbig", 460, 40, 1160)
          104: ("bracketleftBig", 470, 40, 1760), 105: ("bracketrightBig", 470, 40, 1760),
          20: ("bracketleftbigg", 530, 40, 2360), 21: ("bracketrightbigg", 530, 40, 2360),
          16: ("parenleftBig", 600, 40, 1760), 17: ("parenrightBig", 600, 40, 1760),
-         50: ("bracketlefttp", 670, 40, 1760), 52: ("bracketleftbt", 670, 40, 1760)}
+         50: ("bracketlefttp", 670, 40, 1760), 52: ("bracketleftbt", 670, 40, 1760),
+         # the pieces a taller delimiter is stacked from (cmex's codes and metrics)
+         48: ("parenlefttp", 880, 0, 1800), 64: ("parenleftbt", 880, 0, 1800), 66: ("parenleftex", 880, 0, 600),
+         49: ("parenrighttp", 880, 0, 1800), 65: ("parenrightbt", 880, 0, 1800), 67: ("parenrightex", 880, 0, 600),
+         51: ("bracketrighttp", 670, 0, 1800), 53: ("bracketrightbt", 670, 0, 1800),
+         54: ("bracketleftex", 670, 0, 600), 55: ("bracketrightex", 670, 0, 600)}
 
 
 class NamelessWriter(Writer):
@@ -78,6 +83,31 @@ class NamelessWriter(Writer):
             if exp:
                 self.text(end, at - 0.4 * size, exp, 0.7 * size)
         return self.centred(x + w + 1, y, right)
+
+    def tall(self, x: float, y: float, rows: list[str], brackets: bool = False) -> float:
+        """A display matrix in a delimiter stacked from pieces (top, extension pieces, bottom: as
+        TeX builds one taller than \\Bigg): rows at text size a line apart, centred on the axis
+        (cells apart by spaces); returns the end."""
+        left, right = ((50, 54, 52), (51, 55, 53)) if brackets else ((48, 66, 64), (49, 67, 65))
+        pitch = 1.2 * S
+        height = len(rows) * pitch + 0.2 * S
+        extensions = max(0, round((height - 3.6 * S) / (0.6 * S) + 0.49))
+        total = (3.6 + 0.6 * extensions) * S
+        top = y - AXIS * S - total / 2
+
+        def delimiter(x: float, codes: tuple[int, int, int]) -> float:
+            at = top
+            for code in (codes[0], *[codes[1]] * extensions, codes[2]):
+                end = self.ext(x, at, code)
+                at += CODES[code][3] / 1000 * S
+            return end
+
+        x = delimiter(x, left) + 1
+        w = max(self.width(r) for r in rows)
+        first = y - AXIS * S - (len(rows) - 1) / 2 * pitch + 0.35 * S
+        for k, row in enumerate(rows):
+            self.text(x + (w - self.width(row)) / 2, first + k * pitch, row)
+        return delimiter(x + w + 1, right)
 
 
 def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
@@ -191,6 +221,23 @@ def test_two_rows_in_parentheses_are_a_vector_where_the_page_sets_matrices_so(tm
     x = w.column(x, 100, [("n", ""), ("k", "")], parens=True)
     w.text(x + 2, 100, " ways")
     assert "pmatrix" not in " ".join(parse_lines(w.save(tmp_path / "alone.pdf")))
+
+
+def test_tall_delimiters_stacked_from_pieces_hold_one_matrix(tmp_path):
+    # hefferon's '\\vec{u} + \\vec{v} =' then 'u_1', '...', 'u_n', '+', ... one line per row, its
+    # parentheses (parenlefttp, parenleftex, parenleftbt) stray private-use glyphs; lebl's tall
+    # brackets likewise. Prose a line under the matrix stays out of it
+    w = NamelessWriter()
+    x = w.text(72, 150, "Take v = ")
+    x = w.tall(x, 150, ["x", "y + 1", "3"])
+    x = w.text(x + 2, 150, " + ")
+    x = w.tall(x, 150, ["a    b", "c    d", "e    f", "g    h"], brackets=True)
+    w.text(x + 2, 150, " here.")
+    w.text(72, 150 + 4.0 * S, "The next line of prose runs on under it.")
+    lines = parse_lines(w.save(tmp_path / "tall.pdf"))
+    assert lines == ["Take v = \\begin{pmatrix} x \\\\ y+1 \\\\ 3 \\end{pmatrix} + "
+                     "\\begin{pmatrix} a & b \\\\ c & d \\\\ e & f \\\\ g & h \\end{pmatrix} here.",
+                     "The next line of prose runs on under it."], lines
 
 
 def test_a_spacing_accent_left_at_a_line_end_goes_on_the_next_lines_letter():

@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from .parse_extension import DELIMITERS, DEPTHS, OPERATORS
+from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECES
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
@@ -43,6 +43,7 @@ from .parse_glyph_pool import (
     rewrite_line,
 )
 from .parse_math import GlyphMap, line_text
+from .parse_pieces import tall_delimiters, vertical_dots
 
 _DISPLAY_GAP = (1.33, 1.42)  # a display binomial's row distance, in units of its rows' size
 _TEXT_GAP = (0.98, 1.2)  # a textstyle binomial's (rows at script size: smaller than the parentheses)
@@ -62,7 +63,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for b in raw:
         for ln in b.get("lines", ()):
             for s in ln["spans"]:
-                if s["font"] in ext and any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
+                if s["font"] in ext and any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ()) or c["c"] in PIECES
                                             or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
                     x0, y0, x1, y1 = s["bbox"]
                     seeds.append(Rule(x0, x1, (y0 + y1) / 2))
@@ -72,6 +73,11 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     if not chars:
         return 0
     raw_text = _delimiters(chars, ext)
+    tall = tall_delimiters(chars, ext)  # delimiters stacked from pieces: the top piece stands for each
+    if tall:
+        vertical_dots(chars)  # a tall matrix's "and so on" rows
+    rest = {id(g): others for g, _, others, _ in tall}  # its other pieces go wherever it goes
+    raw_text.update({g: (text, g.line) for g, text, _, _ in tall})
     pool = GlyphPool(chars)
     touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS}
     sources: dict[int, set[int]] = {}
@@ -80,6 +86,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     def place(found: tuple[Glyph, list[Glyph]] | None) -> None:
         if found is not None:
             atom, members = found
+            members = members + [p for g in members if id(g) in rest for p in rest[id(g)]]
             pool.take(atom, members)
             sources[id(atom)] = {g.line for g in members}
             touched.update(sources[id(atom)] | {atom.line})
@@ -94,17 +101,21 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
         place(found)
     lefts = sorted((g for g in raw_text if g.text in _PAIRS), key=lambda g: g.x0)
     depths = {id(g): DEPTHS.get(g.font, {}).get(raw, 3.1) for g, (raw, _) in raw_text.items()}
+    depths.update({id(g): depth for g, _, _, depth in tall})
+
+    def reach(left: Glyph) -> float:  # how far under its origin a delimiter's rows may lie
+        return (depths[id(left)] + 0.5) * left.size
     read = {id(ln) for ln in lines}
     unread = [(bb["x"] + bb["w"] / 2, ln["y"]) for b in blocks for ln in b["lines"]
               if id(ln) not in read and ln["text"].strip() and (bb := ln["bbox"])]
     # the page's evidence for its two-row stacks in parentheses: the pitch it sets stacks of 3+
     # rows at in them (vectors, matrices); a two-row stack at that pitch is a vector, not \binom
     pitches = [got[2] for left in lefts if left.text == "("
-               and (got := _stack(left, pool.near(left.oy), depths[id(left)], unread)) is not None
+               and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread)) is not None
                and (got[3] >= 3 or got[4] >= 2)]
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
-            near = pool.near(left.oy)
+            near = pool.near(left.oy, reach(left))
             if (vector := _column(left, near, depths[id(left)], pitches, unread)) is not None and pitches:
                 place(vector)
                 continue
@@ -116,7 +127,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             place(found)
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
-            near = pool.near(left.oy)
+            near = pool.near(left.oy, reach(left))
             pieces = _pair(left, near) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread)]))
             for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)

@@ -52,6 +52,22 @@ DEPTHS: dict[str, dict[str, float]] = {}
 _CLASS = {"big": 1.2, "Big": 1.8, "bigg": 2.4, "Bigg": 3.0}
 
 
+# the pieces a delimiter taller than \\Bigg is stacked from (top, extension pieces repeated as
+# needed, a brace's middle, bottom), as the text layer has them: MuPDF reads cmex's piece names
+# (`parenlefttp`, `braceex`) as Adobe's private-use code points for them, whatever the font's
+# codes. char -> (the delimiter, its part, how far the piece reaches under its origin in units of
+# its size: cmex's depths, kept by its clones)
+PIECES: dict[str, tuple[str, str, float]] = {
+    "\uf8eb": ("(", "tp", 1.8), "\uf8ec": ("(", "ex", 0.6), "\uf8ed": ("(", "bt", 1.8),
+    "\uf8f6": (")", "tp", 1.8), "\uf8f7": (")", "ex", 0.6), "\uf8f8": (")", "bt", 1.8),
+    "\uf8ee": ("[", "tp", 1.8), "\uf8ef": ("[", "ex", 0.6), "\uf8f0": ("[", "bt", 1.8),
+    "\uf8f9": ("]", "tp", 1.8), "\uf8fa": ("]", "ex", 0.6), "\uf8fb": ("]", "bt", 1.8),
+    "\uf8f1": ("{", "tp", 0.9), "\uf8f2": ("{", "mid", 1.8), "\uf8f3": ("{", "bt", 0.9),
+    "\uf8fc": ("}", "tp", 0.9), "\uf8fd": ("}", "mid", 1.8), "\uf8fe": ("}", "bt", 0.9),
+    "\uf8f4": ("{}", "ex", 0.3),  # one extension piece serves both braces
+}
+
+
 def glyph_depth(name: str) -> float | None:
     """A sized delimiter's reach under its origin (units of its size), from its name."""
     m = _SIZED.match(name)

@@ -117,10 +117,11 @@ class GlyphPool:
         self.gone: set[int] = set()
         self.reach = 3 * max(g.size for g in chars)
 
-    def near(self, y: float) -> list[Glyph]:
-        lo, hi = bisect_left(self.oys, y - self.reach), bisect_right(self.oys, y + self.reach)
+    def near(self, y: float, below: float = 0.0) -> list[Glyph]:
+        """The glyphs within reach of y, and down to `below` under it (a tall delimiter's rows)."""
+        lo, hi = bisect_left(self.oys, y - self.reach), bisect_right(self.oys, y + max(self.reach, below))
         got = [g for g in self.chars[lo:hi] if id(g) not in self.gone]
-        return got + [a for a in self.atoms if id(a) not in self.gone and abs(a.oy - y) < self.reach]
+        return got + [a for a in self.atoms if id(a) not in self.gone and -self.reach < a.oy - y < max(self.reach, below)]
 
     def take(self, atom: Glyph, members: list[Glyph]) -> None:
         self.gone.update(id(g) for g in members)
