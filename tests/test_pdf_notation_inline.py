@@ -31,7 +31,11 @@ CODES = {0: ("parenleftbig", 460, 40, 1160), 1: ("parenrightbig", 460, 40, 1160)
          48: ("parenlefttp", 880, 0, 1800), 64: ("parenleftbt", 880, 0, 1800), 66: ("parenleftex", 880, 0, 600),
          49: ("parenrighttp", 880, 0, 1800), 65: ("parenrightbt", 880, 0, 1800), 67: ("parenrightex", 880, 0, 600),
          51: ("bracketrighttp", 670, 0, 1800), 53: ("bracketrightbt", 670, 0, 1800),
-         54: ("bracketleftex", 670, 0, 600), 55: ("bracketrightex", 670, 0, 600)}
+         54: ("bracketleftex", 670, 0, 600), 55: ("bracketrightex", 670, 0, 600),
+         # txexs's parenthesis pieces: names MuPDF does not know (raw codes in the text layer),
+         # standing on their origin instead of hanging from it
+         100: ("parenlefttpA", 880, 1800, 0), 101: ("parenleftexA", 880, 600, 0), 102: ("parenleftbtA", 880, 1800, 0),
+         97: ("parenrighttpA", 880, 1800, 0), 98: ("parenrightexA", 880, 600, 0), 99: ("parenrightbtA", 880, 1800, 0)}
 
 
 class NamelessWriter(Writer):
@@ -84,11 +88,13 @@ class NamelessWriter(Writer):
                 self.text(end, at - 0.4 * size, exp, 0.7 * size)
         return self.centred(x + w + 1, y, right)
 
-    def tall(self, x: float, y: float, rows: list[str], brackets: bool = False) -> float:
+    def tall(self, x: float, y: float, rows: list[str], brackets: bool = False, standing: bool = False) -> float:
         """A display matrix in a delimiter stacked from pieces (top, extension pieces, bottom: as
         TeX builds one taller than \\Bigg): rows at text size a line apart, centred on the axis
         (cells apart by spaces); returns the end."""
         left, right = ((50, 54, 52), (51, 55, 53)) if brackets else ((48, 66, 64), (49, 67, 65))
+        if standing:
+            left, right = (100, 101, 102), (97, 98, 99)
         pitch = 1.2 * S
         height = len(rows) * pitch + 0.2 * S
         extensions = max(0, round((height - 3.6 * S) / (0.6 * S) + 0.49))
@@ -98,16 +104,41 @@ class NamelessWriter(Writer):
         def delimiter(x: float, codes: tuple[int, int, int]) -> float:
             at = top
             for code in (codes[0], *[codes[1]] * extensions, codes[2]):
-                end = self.ext(x, at, code)
-                at += CODES[code][3] / 1000 * S
+                _, _, up, down = CODES[code]
+                end = self.ext(x, at + up / 1000 * S, code)
+                at += (up + down) / 1000 * S
             return end
 
         x = delimiter(x, left) + 1
         w = max(self.width(r) for r in rows)
         first = y - AXIS * S - (len(rows) - 1) / 2 * pitch + 0.35 * S
         for k, row in enumerate(rows):
-            self.text(x + (w - self.width(row)) / 2, first + k * pitch, row)
+            if row == "⋮":  # \\vdots: three periods one over the other, the lowest on the baseline
+                for j in range(3):
+                    self.text(x + (w - self.width(".")) / 2, first + k * pitch - j * 0.4 * S, ".")
+            else:
+                self.text(x + (w - self.width(row)) / 2, first + k * pitch, row)
         return delimiter(x + w + 1, right)
+
+    def tall_around(self, x: float, y: float, inner: list[tuple[str, list[str]]]) -> float:
+        """\\left( ... \\right) stacked from standing pieces around a row of text and bracket
+        matrices (`inner`: (text before, the matrix's rows) each); returns the end."""
+        codes = ((100, 101, 102), (97, 98, 99))
+        top = y - AXIS * S - 2.3 * S  # a top and a bottom piece, one extension piece: 4.2 S
+
+        def delimiter(x: float, codes: tuple[int, int, int]) -> float:
+            at = top
+            for code in codes:
+                _, _, up, down = CODES[code]
+                end = self.ext(x, at + up / 1000 * S, code)
+                at += (up + down) / 1000 * S
+            return end
+
+        x = delimiter(x, codes[0]) + 1
+        for text, rows in inner:
+            x = self.text(x, y, text) if text else x
+            x = self.tall(x + 1, y, rows, brackets=True) + 1
+        return delimiter(x, codes[1])
 
 
 def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
@@ -238,6 +269,22 @@ def test_tall_delimiters_stacked_from_pieces_hold_one_matrix(tmp_path):
     assert lines == ["Take v = \\begin{pmatrix} x \\\\ y+1 \\\\ 3 \\end{pmatrix} + "
                      "\\begin{pmatrix} a & b \\\\ c & d \\\\ e & f \\\\ g & h \\end{pmatrix} here.",
                      "The next line of prose runs on under it."], lines
+
+
+def test_pieces_standing_on_their_origin_and_vdots_rows(tmp_path):
+    # lebl's "det ©\xad" / "«" / "2 −λ 1 1" ...: txexs's parenthesis pieces read as raw codes
+    # (©, \xad, «) around bracket matrices, and hefferon's 's_1', '...', 's_n' vectors
+    w = NamelessWriter()
+    x = w.text(72, 150, "det ")
+    x = w.tall_around(x, 150, [("", ["a    1", "1    a"]), (" − λ ", ["1    0", "0    1"])])
+    w.text(x + 2, 150, " = 0")
+    x = w.text(72, 300, "so s = ")
+    x = w.tall(x, 300, ["s1", "⋮", "sn"])
+    w.text(x + 2, 300, " and ")
+    lines = [ln.replace("( ", "(") for ln in parse_lines(w.save(tmp_path / "standing.pdf"))]  # (a gap, no glyph)
+    assert lines == ["det (\\begin{pmatrix} a & 1 \\\\ 1 & a \\end{pmatrix} − λ "
+                     "\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}) = 0",
+                     "so s = \\begin{pmatrix} s1 \\\\ ⋮ \\\\ sn \\end{pmatrix} and"], lines
 
 
 def test_a_spacing_accent_left_at_a_line_end_goes_on_the_next_lines_letter():

@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECES
+from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECE_CODES, PIECES
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
@@ -63,9 +63,15 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for b in raw:
         for ln in b.get("lines", ()):
             for s in ln["spans"]:
-                if s["font"] in ext and any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ()) or c["c"] in PIECES
-                                            or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
-                    x0, y0, x1, y1 = s["bbox"]
+                if s["font"] not in ext:
+                    continue
+                x0, y0, x1, y1 = s["bbox"]
+                codes = PIECE_CODES.get(s["font"], ())
+                if any(c["c"] in PIECES or c["c"] in codes for c in s["chars"]):
+                    # a piece: the matrix it bounds may be wider than the reach of its glyphs
+                    seeds.append(Rule(0.0, page.rect.width, (y0 + y1) / 2))
+                elif any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
+                         or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
                     seeds.append(Rule(x0, x1, (y0 + y1) / 2))
     if not seeds:
         return 0
@@ -128,7 +134,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
-            pieces = _pair(left, near) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread)]))
+            pieces = _pair(left, near, depths[id(left)]) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread)]))
             for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
@@ -175,33 +181,37 @@ def _width(left: Glyph, chars: list[Glyph]) -> float:
     return right.x0 - left.x1 if right is not None else float("inf")
 
 
-def _pair(left: Glyph, near: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
+def _pair(left: Glyph, near: list[Glyph], depth: float = 3.0) -> list[tuple[Glyph, list[Glyph]]]:
     """A big delimiter pair around one row of text (`\\Big( x + 1 \\Big)^2`): each delimiter a
-    piece of that row; none around several rows (a matrix: `parse_matrix` reads its rows)."""
+    piece of that row; none around several rows (a matrix: `parse_matrix` reads its rows). `depth`:
+    how far it reaches under its origin (a delimiter stacked from pieces reaches farther)."""
     right = _partner(left, near)
     if right is None:
         return []
     size = left.size
+    reach, axis = max(3.1, depth + 0.1), max(2.0, 0.67 * depth)
     # between the pair, down to a \\Bigg one's depth
     inside = [g for g in near if not g.blank and g is not left and g is not right
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
-              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not is_extension(g.font)]
+              and left.oy - 0.3 * size < g.oy < left.oy + reach * size and not is_extension(g.font)]
     # the row: a delimiter is centred on its row's axis, so the row's baseline lies from a little
-    # under its top (a \\big one) to ~1.8 of its size under it (a \\Bigg one)
-    full = [g for g in inside if (g.atom or g.size >= 0.8 * size) and g.oy < left.oy + 2.0 * size]
+    # under its top (a \\big one) to ~1.8 of its size under it (a \\Bigg one), about 2/3 down a taller one
+    full = [g for g in inside if (g.atom or g.size >= 0.8 * size) and g.oy < left.oy + axis * size]
     if not full:
         return []
     row = Counter(round(g.oy, 1) for g in full).most_common(1)[0][0]
     em = max(g.size for g in full)
     # a line of text passing above or below (not the row's own) runs on outside the pair
     passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
-               and abs(g.oy - row) > 0.2 * em and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
+               and abs(g.oy - row) > 0.2 * em and left.oy - 0.3 * size < g.oy < left.oy + reach * size}
     inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
     if any(abs(g.oy - row) > 0.2 * em for g in inside if g.atom or g.size >= 0.8 * size):
         return []  # rows stacked inside: a matrix, a vector
     ordered = sorted(inside, key=lambda g: g.x0)
-    if len({g.line for g in inside}) > 1 or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
+    if (len({g.line for g in inside}) > 1 and depth <= 3.1) \
+            or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
         return []  # cells apart (a row vector's), or MuPDF's lines of its own: left as they are
+        # (not around a delimiter stacked from pieces: what it holds is rebuilt pieces in lines of their own)
     host = ordered[0]
     out = []
     for d in (left, right):  # with the space MuPDF put where the delimiter stands (else "( t")

@@ -55,17 +55,31 @@ _CLASS = {"big": 1.2, "Big": 1.8, "bigg": 2.4, "Bigg": 3.0}
 # the pieces a delimiter taller than \\Bigg is stacked from (top, extension pieces repeated as
 # needed, a brace's middle, bottom), as the text layer has them: MuPDF reads cmex's piece names
 # (`parenlefttp`, `braceex`) as Adobe's private-use code points for them, whatever the font's
-# codes. char -> (the delimiter, its part, how far the piece reaches under its origin in units of
-# its size: cmex's depths, kept by its clones)
-PIECES: dict[str, tuple[str, str, float]] = {
-    "\uf8eb": ("(", "tp", 1.8), "\uf8ec": ("(", "ex", 0.6), "\uf8ed": ("(", "bt", 1.8),
-    "\uf8f6": (")", "tp", 1.8), "\uf8f7": (")", "ex", 0.6), "\uf8f8": (")", "bt", 1.8),
-    "\uf8ee": ("[", "tp", 1.8), "\uf8ef": ("[", "ex", 0.6), "\uf8f0": ("[", "bt", 1.8),
-    "\uf8f9": ("]", "tp", 1.8), "\uf8fa": ("]", "ex", 0.6), "\uf8fb": ("]", "bt", 1.8),
-    "\uf8f1": ("{", "tp", 0.9), "\uf8f2": ("{", "mid", 1.8), "\uf8f3": ("{", "bt", 0.9),
-    "\uf8fc": ("}", "tp", 0.9), "\uf8fd": ("}", "mid", 1.8), "\uf8fe": ("}", "bt", 0.9),
-    "\uf8f4": ("{}", "ex", 0.3),  # one extension piece serves both braces
+# codes. char -> (the delimiter, its part); how long a piece is differs between fonts (cmex's top
+# is three of txexs's), so `parse_pieces` measures it
+PIECES: dict[str, tuple[str, str]] = {
+    "\uf8eb": ("(", "tp"), "\uf8ec": ("(", "ex"), "\uf8ed": ("(", "bt"),
+    "\uf8f6": (")", "tp"), "\uf8f7": (")", "ex"), "\uf8f8": (")", "bt"),
+    "\uf8ee": ("[", "tp"), "\uf8ef": ("[", "ex"), "\uf8f0": ("[", "bt"),
+    "\uf8f9": ("]", "tp"), "\uf8fa": ("]", "ex"), "\uf8fb": ("]", "bt"),
+    "\uf8f1": ("{", "tp"), "\uf8f2": ("{", "mid"), "\uf8f3": ("{", "bt"),
+    "\uf8fc": ("}", "tp"), "\uf8fd": ("}", "mid"), "\uf8fe": ("}", "bt"),
+    "\uf8f4": ("{}", "ex"),  # one extension piece serves both braces
 }
+# font -> {text-layer char: (delimiter, part)} for pieces whose names MuPDF does not know, so
+# their raw codes are in the text (txexs's `parenlefttpA`: "©")
+PIECE_CODES: dict[str, dict[str, tuple[str, str]]] = {}
+_PIECE_NAME = re.compile(r"^(paren|bracket|brace)(left|right)?(tp|ex|bt|mid)[A-Z]?$")
+_PIECE_SYMBOL = {("paren", "left"): "(", ("paren", "right"): ")", ("bracket", "left"): "[",
+                 ("bracket", "right"): "]", ("brace", "left"): "{", ("brace", "right"): "}", ("brace", None): "{}"}
+
+
+def piece_part(name: str) -> tuple[str, str] | None:
+    """(delimiter, part) for a delimiter piece's glyph name (`parenlefttp`, `braceex`), else None."""
+    m = _PIECE_NAME.match(name.split(".", 1)[0])
+    if m is None or (symbol := _PIECE_SYMBOL.get((m.group(1), m.group(2)))) is None:
+        return None
+    return symbol, m.group(3)
 
 
 def glyph_depth(name: str) -> float | None:
@@ -127,6 +141,9 @@ def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
             depths = {chr(code): depth for code, glyph in names.items() if (depth := glyph_depth(glyph))}
             if depths:
                 DEPTHS.setdefault(name, {}).update(depths)
+            pieces = {chr(code): part for code, glyph in names.items() if (part := piece_part(glyph))}
+            if pieces:  # (those whose names MuPDF maps read as `PIECES` instead: both are asked)
+                PIECE_CODES.setdefault(name, {}).update(pieces)
             if table:
                 out.setdefault(name, {}).update(table)
     return out

@@ -12,41 +12,48 @@ the top piece takes the delimiter's symbol, and its reach under its origin is th
 
 from __future__ import annotations
 
-from .parse_extension import PIECES
+from .parse_extension import PIECE_CODES, PIECES
 from .parse_glyph_pool import Glyph
-
-_ORDER = {"tp": 0, "ex": 1, "mid": 1, "bt": 2}
 
 
 def tall_delimiters(chars: list[Glyph], ext: set[str]) -> list[tuple[Glyph, str, list[Glyph], float]]:
     """(the top piece, which now reads as the whole delimiter; its text-layer text; the other
     pieces; its reach under its origin, in units of its size) for each complete run of pieces."""
-    pieces = sorted((g for g in chars if g.text in PIECES and g.font in ext and not g.synthetic), key=lambda g: g.oy)
+    parts = {id(g): part for g in chars if g.font in ext and not g.synthetic
+             and (part := PIECE_CODES.get(g.font, {}).get(g.text) or PIECES.get(g.text)) is not None}
+    pieces = sorted((g for g in chars if id(g) in parts), key=lambda g: g.oy)
     out = []
     used: set[int] = set()
     for top in pieces:
-        symbol, part, depth = PIECES[top.text]
+        symbol, part = parts[id(top)]
         if part != "tp" or id(top) in used:
             continue
-        size, run, at, mids = top.size, [top], top.oy + depth * top.size, 0
-        while True:  # the piece whose origin is where this one ends, right under it
-            nxt = next((g for g in pieces if id(g) not in used and g is not run[-1] and g.font == top.font
+        size, run, mids = top.size, [top], 0
+        while True:  # the next piece right under this one (the fonts differ in how long a piece is)
+            last = run[-1]
+            nxt = next((g for g in pieces if id(g) not in used and g.font == top.font
                         and abs(g.size - size) < 0.05 * size and abs(g.x0 - top.x0) < 0.1 * size
-                        and abs(g.oy - at) < 0.15 * size and symbol in PIECES[g.text][0]), None)
-            if nxt is None or _ORDER[PIECES[nxt.text][1]] == 0:
+                        and 0.05 * size < g.oy - last.oy < 2.0 * size), None)
+            if nxt is None or symbol not in parts[id(nxt)][0] or parts[id(nxt)][1] == "tp":
                 break
             run.append(nxt)
-            at = nxt.oy + PIECES[nxt.text][2] * size
-            mids += PIECES[nxt.text][1] == "mid"
-            if PIECES[nxt.text][1] == "bt":
+            mids += parts[id(nxt)][1] == "mid"
+            if parts[id(nxt)][1] == "bt":
                 break
-        if PIECES[run[-1].text][1] != "bt" or mids != (1 if symbol in "{}" else 0):
+        if len(run) < 2 or parts[id(run[-1])][1] != "bt" or mids != (1 if symbol in "{}" else 0):
             continue  # not a whole delimiter (a piece the pass cannot read: left as it is)
         used.update(id(g) for g in run)
+        # where it starts: cmex's pieces hang from their origin, so the step from one to the next
+        # is the upper one's length and the top (longer than an extension piece) comes first;
+        # some fonts' pieces stand on it (txexs's `parenlefttpA`), the bottom's step coming last
+        first, last_step = run[1].oy - top.oy, run[-1].oy - run[-2].oy
+        standing = first < last_step - 0.05 * size
+        upper = top.oy - last_step if standing else top.oy
+        lower = run[-1].oy if standing else run[-1].oy + first
         text = top.text
-        top.text, top.blank = symbol, False
+        top.text, top.blank, top.oy = symbol, False, upper
         top.y1 = max(g.y1 for g in run)
-        out.append((top, text, run[1:], (at - top.oy) / size))
+        out.append((top, text, run[1:], (lower - upper) / size))
     return out
 
 
