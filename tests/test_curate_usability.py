@@ -391,6 +391,18 @@ def test_a_fraction_where_none_can_be_is_layout_damage(answer):
     assert not layout_damage("j(r) = J_{0\\frac{r}{R}} where R is the radius. What is the value J_0?", "76.39 A/m^2").sure
 
 
+@pytest.mark.parametrize("answer", [  # OSTP golds a figure mention used to hide
+    "F(t) = \\frac{μ\\frac{2}{0}I^2a^4}{4π^2R} \\frac{v}{(b_0 + vt)^2}",  # μ_0^2 stacked as a fraction over 0
+    "\\vec{v}_{CM} = \\frac{m}{M+m\\vec{}}v",  # an arrow over nothing
+    "ω = \\sqrt{4π_{M+}^m \\frac{3}{2} m2\\frac{g}{R}}",  # a subscript ending in an operator
+    "2r = d \\frac{h}{h+x} \\frac{1}{4}",  # the exponent 1/4 left after its base
+])
+def test_markup_no_author_writes_is_layout_damage(answer):
+    assert layout_damage("Find it.", answer).sure
+    for fine in ("\\frac{1}{4}(x + 1)", "x^{n+1} + \\frac{0}{2}", "\\vec{v} = 2\\hat{x}", "\\frac{h}{h+x} + \\frac{1}{4}"):
+        assert layout_damage("Find it.", fine) is None, fine
+
+
 # fifth round (heldout4 misses): statements and verdicts in words graded by a judge, a value with its
 # explanation after it, a subjective word in a problem's story, an equation's right side, answers in
 # another unit than asked, exponents left beside e, brackets left open

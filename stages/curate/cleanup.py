@@ -109,6 +109,30 @@ def _only_numbered(masked: str) -> bool:
     return all(re.fullmatch(r"(?:(?:as|is|are)\s+shown\s+in\s+)?(?:figure|fig\.)\s*[\d.]+|(?:as|is|are)\s+shown\s+in", h.strip(), re.I) for h in hits)
 
 
+# Signs that a figure named in passing still carries something the task needs: the figure as the
+# subject ("Figure 2 shows two vectors"), labels only it can place (point P, block A, panels, "the
+# given coordinate system", options to pick from), a direction asked for or answered (unit vectors,
+# "to the right"): orientation is what a caption never says.
+_FIGURE_CARRIES = re.compile(
+    r"\b(?:[Ff]igure|[Ff]ig\.)\s*\d+(?:\.\d+)*\s+(?:shows|illustrates|depicts|gives|displays)\b"
+    r"|\b(?:[Pp]oints?|[Bb]locks?|[Ss]upports?|[Ww]ires?|[Rr]ods?|[Ss]pheres?|[Ll]oops?)\s+(?:[A-Z]|\d)\b(?![_^])|\b(?:[Mm]ass|[Cc]harge)(?:e?s)?\s+\d\b"
+    r"|\b[Cc]oordinate\s+system\b|\b[Pp]anels?\b|\b[Ll]abell?ed\b|\b[Dd]irection\b|\b[Ww]hich\s+(?:of\s+the\s+following|statement)|⃝"
+    r"|(?:^|\s)A[.)]\s.*\sB[.)]\s",
+    re.S,
+)
+_ORIENTED_ANSWER = re.compile(
+    r"\\hat\{?[xyzijk]\b|\b(?:right|left|upwards?|downwards?|clockwise|counter-?clockwise|north|south|east|west|into\s+the|out\s+of\s+the)\b"
+    r"|[φ]\s*=", re.I,
+)
+
+
+def figure_carries_task(question: str, answer: str) -> str | None:
+    """Why a figure named only in passing is still needed (see `_FIGURE_CARRIES`), or None when the
+    text states the task and its answer needs nothing the figure places."""
+    m = _FIGURE_CARRIES.search(mask_math(question)) or _ORIENTED_ANSWER.search(answer)
+    return m and m.group(0).strip()
+
+
 def needs_figure(text: str) -> str | None:
     """The words of any figure reference (needed or mentioned in passing): what cleanup flags."""
     found = figure_reference(text)
@@ -139,10 +163,9 @@ def external_reference(text: str) -> str | None:
 
 class CleanupConfig(CurateConfig):
     on_figure: Action = "drop"  # tag keeps the item with a `needs_figure` tag (e.g. when images travel with it)
-    # a numbered figure named in passing beside a full description: `maybe_needs_figure`. Dropped by
-    # default: on the blind held-out labels every such item kept was not good (tag keeps more
-    # good ones on the tuned labels, at a higher bad share)
-    on_figure_mention: Action = "drop"
+    # a numbered figure named in passing beside a full description, with no label or direction that
+    # only the figure places (`figure_carries_task`): kept, tagged `maybe_needs_figure`
+    on_figure_mention: Action = "tag"
     on_external: Action = "drop"
     on_flattened: Action = "drop"  # a matrix or table flattened into a run of numbers (PDF text layers)
     min_chars: int = 8  # a question shorter than this after cleanup is dropped (`empty_after_cleanup`)
@@ -169,13 +192,16 @@ Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_
 
 class CleanupStage(CurateStage):
     name = "cleanup"
-    version = "4"
+    version = "5"
     Config = CleanupConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
         cleaned = strip_non_problem(record["question"])
         figure_ref = figure_reference(cleaned)
-        if figure_ref is not None and not figure_ref[1]:  # mentioned in passing: the text may say it all
+        carried = figure_ref is not None and not figure_ref[1] and figure_carries_task(cleaned, record.get("answer") or "")
+        if carried:  # named in passing, but it places labels or a direction the task needs
+            figure_ref = (f"{figure_ref[0]}' ({carried!r} needs it)", True)
+        if figure_ref is not None and not figure_ref[1]:  # mentioned in passing: the text says it all
             record = flag(record, self.config.on_figure_mention, "maybe_needs_figure", figure_ref[0])
             if isinstance(record, Drop):
                 return Drop("needs_figure", f"mentions {figure_ref[0]!r}")

@@ -586,6 +586,13 @@ _STRAY_TAIL = re.compile(r"(?:\\(?:sqrt|frac)\{[^{}]*\}(?:\{[^{}]*\})?|[}⊕])[^
 _STRAY_LETTER = re.compile(r"\\(?:frac|sqrt)(?:\[[^\]]*\])?\{[^{}]*\}(?:\{[^{}]*\})?\s+([a-zA-Z])\s*\.?\s*$")
 
 
+# markup no author writes, left by a rebuild that stacked the wrong glyphs: a zero denominator
+# ("\\frac{2}{0}" for μ_0^2), an empty accent or radical ("m\\vec{}"), a script ending in an operator
+# ("π_{M+}^m"), a unit fraction after a closed formula ("d \\frac{h}{h+x} \\frac{1}{4}": the exponent 1/4)
+_IMPOSSIBLE_MARKUP = re.compile(r"\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}"
+                                r"|\}\s*\\frac\{1\}\{[2-9]\}\s*\.?\s*$")
+
+
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
     """The first sure finding, else the first unsure one. `verdict`: the answer is a yes/no, which
     a flattened power in the question leaves readable (`x3 + x + 1` over Z2 is still x^3 + x + 1)."""
@@ -625,6 +632,8 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
         if (m := _MISPLACED_FRACTION.search(text)) is not None:  # in a question a reader may still see "J_0 r/R": unsure
             found.append(Finding("layout_damaged", f"{where}: a fraction rebuilt where none can be: {m.group(0).strip()[:30]!r}",
                                  where == "answer"))
+        if (m := _IMPOSSIBLE_MARKUP.search(text)) is not None:
+            found.append(Finding("layout_damaged", f"{where}: markup no author writes: {m.group(0).strip()[:30]!r}", True))
         if where == "answer" and (m := _STRAY_LETTER.search(text)) is not None \
                 and not re.search(rf"(?<![A-Za-z\\]){m.group(1)}(?![A-Za-z])", question):
             found.append(Finding("layout_damaged", f"answer: a stray letter after a rebuilt formula: {m.group(0).strip()[:30]!r}", True))
@@ -745,7 +754,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "6"
+    version = "7"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
