@@ -287,6 +287,21 @@ def test_pieces_standing_on_their_origin_and_vdots_rows(tmp_path):
                      "so s = \\begin{pmatrix} s1 \\\\ ⋮ \\\\ sn \\end{pmatrix} and"], lines
 
 
+def test_scripts_after_a_tall_delimiter_are_the_matrix_s(tmp_path):
+    # lebl p209: "−1" on a line of its own over "[d_1 0 0; 0 d_2 0; 0 0 d_3] = ..."
+    w = NamelessWriter()
+    x = w.text(72, 150, "so ")
+    rows = ["a    0    0", "0    b    0", "0    0    c"]
+    end = w.tall(x, 150, rows, brackets=True)
+    top = 150 - AXIS * S - 2.1 * S  # (three rows: a top, an extension and a bottom piece)
+    end = w.text(end + 0.5, top + 0.5 * S, "−1", 0.7 * S)
+    end = w.text(end + 3, 150, " = ")
+    w.tall(end, 150, ["x    0    0", "0    y    0", "0    0    z"], brackets=True)
+    lines = parse_lines(w.save(tmp_path / "scripts.pdf"))
+    assert lines == ["so \\begin{pmatrix} a & 0 & 0 \\\\ 0 & b & 0 \\\\ 0 & 0 & c \\end{pmatrix}^{−1} = "
+                     "\\begin{pmatrix} x & 0 & 0 \\\\ 0 & y & 0 \\\\ 0 & 0 & z \\end{pmatrix}"], lines
+
+
 def test_a_spacing_accent_left_at_a_line_end_goes_on_the_next_lines_letter():
     # a line the delimiter pass rewrote keeps hefferon's "Rep ˆ" (its glyph pass cannot read it),
     # the accented letter starting the next line

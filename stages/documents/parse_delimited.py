@@ -68,8 +68,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                 x0, y0, x1, y1 = s["bbox"]
                 codes = PIECE_CODES.get(s["font"], ())
                 if any(c["c"] in PIECES or c["c"] in codes for c in s["chars"]):
-                    # a piece: the matrix it bounds may be wider than the reach of its glyphs
-                    seeds.append(Rule(0.0, page.rect.width, (y0 + y1) / 2))
+                    # a piece: the matrix it bounds may be wider than the reach of its glyphs,
+                    # and its scripts sit at its ends
+                    seeds += [Rule(0.0, page.rect.width, y) for y in (y0, (y0 + y1) / 2, y1)]
                 elif any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
                          or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
                     seeds.append(Rule(x0, x1, (y0 + y1) / 2))
@@ -116,13 +117,17 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
               if id(ln) not in read and ln["text"].strip() and (bb := ln["bbox"])]
     # the page's evidence for its two-row stacks in parentheses: the pitch it sets stacks of 3+
     # rows at in them (vectors, matrices); a two-row stack at that pitch is a vector, not \binom
+    # where delimiters stacked from pieces enclose what they hold: no glyph inside one is a host
+    # of a piece outside it (a matrix's cell on the row of the matrix beside it)
+    boxes = [(left.x1, right.x0, left.oy, left.oy + depths[id(left)] * left.size) for left, *_ in tall
+             if left.text in _PAIRS and (right := _partner(left, chars)) is not None]
     pitches = [got[2] for left in lefts if left.text == "("
-               and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread)) is not None
+               and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread, boxes)) is not None
                and (got[3] >= 3 or got[4] >= 2)]
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
-            if (vector := _column(left, near, depths[id(left)], pitches, unread)) is not None and pitches:
+            if (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None and pitches:
                 place(vector)
                 continue
             found = _binomial(left, near)
@@ -134,12 +139,12 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for left in sorted(lefts, key=lambda g: _width(g, chars)):
         if id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
-            pieces = _pair(left, near, depths[id(left)]) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread)]))
+            pieces = _pair(left, near, depths[id(left)]) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread, boxes)]))
             for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
-            touched |= pool.absorb(atom, sources[id(atom)])
+            touched |= pool.absorb(atom, sources[id(atom)], boxes)
     for g, (text, line) in raw_text.items():
         # delimiters no piece took stay as the text layer has them, unless a piece's row took them in
         if id(g) not in pool.gone and g.line == line:
@@ -164,6 +169,7 @@ def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, tuple[str, int
     return raw
 
 
+Boxes = list[tuple[float, float, float, float]] | tuple[()]  # (x0, x1, y0, y1) each
 _OPERATOR_SIGNS = frozenset("+−-=·×±<>≤≥")
 _PAIRS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⌊": "⌋", "⌈": "⌉"}
 
@@ -221,13 +227,13 @@ def _pair(left: Glyph, near: list[Glyph], depth: float = 3.0) -> list[tuple[Glyp
 
 
 def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
-            unread: list[tuple[float, float]]) -> tuple[Glyph, list[Glyph]] | None:
+            unread: list[tuple[float, float]], boxes: Boxes = ()) -> tuple[Glyph, list[Glyph]] | None:
     """A big pair around rows stacked one over the other and nothing else (a column vector or a
     small matrix set inline: `\\Big[ e^{2t} \\\\ e^{t} \\Big]`, which MuPDF reads as the rows "e2t",
     "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Two
     single rows in parentheses are a vector only at the pitch the page sets its taller stacks in
     parentheses at (`pitches`): else they may be a binomial (`_binomial`'s, or left as they are)."""
-    got = _stack(left, near, depth, unread)
+    got = _stack(left, near, depth, unread, boxes)
     if got is None:
         return None
     piece, members, pitch, rows, cells = got
@@ -237,7 +243,7 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
 
 
 def _stack(left: Glyph, near: list[Glyph], depth: float,
-           unread: list[tuple[float, float]]) -> tuple[Glyph, list[Glyph], float, int, int] | None:
+           unread: list[tuple[float, float]], boxes: Boxes = ()) -> tuple[Glyph, list[Glyph], float, int, int] | None:
     """`_column`'s reading: the piece, its glyphs, its rows' pitch (in units of their size), how many
     rows and cells per row; each row holds the same number of cells (runs apart by a table gap),
     its cells centred over the row below's, all of them within the delimiter's reach under its
@@ -297,6 +303,15 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
         row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
     body = " \\\\ ".join(" & ".join(_text(c) for c in cells) for cells in table)
     members = [left, *(g for row in rows for g in row), right]
+    # scripts after the right one (`(...)^{-1}`, `[...]_{B}`): small glyphs right after it, an
+    # exponent over its first row's baseline, a subscript under its last row's
+    small = sorted((g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size < 0.85 * em
+                    and right.x1 - 0.1 * em <= g.x0 <= right.x1 + em), key=lambda g: g.x0)
+    bottom = left.oy + depth * size
+    exponent = _run([g for g in small if left.oy - 0.5 * size < g.oy < bases[0] - 0.2 * em], right.x1, em, 0.4)
+    below = _run([g for g in small if bases[-1] + 0.2 * em < g.oy < bottom + 0.5 * size], right.x1, em, 0.4)
+    scripts = (f"_{{{_text(below)}}}" if below else "") + (f"^{{{_text(exponent)}}}" if exponent else "")
+    members += [*exponent, *below]
     # the row it sits in lies between its rows (not on one: a matrix beside it is no host)
     # the glyph it follows hosts it, else the one after it (the line the text goes on in: a label
     # before it is bold, and the line keeps what it starts with)
@@ -306,6 +321,9 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     cands = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font)
              and g.size >= 0.8 * size and lo < g.oy < hi
              and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)]
+    # (and not inside another tall pair that does not hold this one: `boxes`)
+    outer = [b for b in boxes if not (b[0] <= left.x0 and right.x1 <= b[1] and b[2] <= left.oy <= b[3])]
+    cands = [g for g in cands if not any(x0 < g.mid < x1 and y0 < g.oy < y1 for x0, x1, y0, y1 in outer)]
     if cands:
         full = [g for g in near if not g.blank and not is_extension(g.font) and g.size >= 0.9 * em]
         cands = [g for g in cands if not any(h is not g and abs(h.mid - g.mid) < 0.5 * em
@@ -314,8 +332,8 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
         or _host(cands, taken, left, right.x1, lo, hi)
     line = host.line if host is not None else left.line
     oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
-    piece = _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}", members, line, oy,
-                   host.size if host is not None else size, left.x0, right.x1)
+    piece = _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}{scripts}", members, line, oy,
+                   host.size if host is not None else size, left.x0, max(g.x1 for g in members))
     pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
     return piece, members, pitch, len(rows), len(table[0])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter, itemgetter
@@ -127,11 +128,13 @@ class GlyphPool:
         self.gone.update(id(g) for g in members)
         self.atoms.append(atom)
 
-    def absorb(self, atom: Glyph, lines: set[int]) -> set[int]:
+    def absorb(self, atom: Glyph, lines: set[int], boxes: Sequence[tuple[float, float, float, float]] = ()) -> set[int]:
         """What is left of the lines a piece took glyphs from, and lines that end right before
         it or start right after it, join the piece's line when all they hold is on its row
         (MuPDF set "√", "3" and ", 5)" as lines of their own, and a fraction's row goes on in
-        lines of their own). Returns the lines emptied so."""
+        lines of their own), but not out of a box (x0, x1, y0, y1) of `boxes` the piece is not in
+        (a cell of the matrix beside it). Returns the lines emptied so."""
+        walls = [b for b in boxes if not (b[0] <= atom.mid <= b[1] and b[2] <= atom.oy <= b[3])]
         size = atom.size
         beside = {g.line for g in self.near(atom.oy) if not g.blank and on_row(g, atom.oy, size, 0.25)
                   and (-0.2 * size < g.x0 - atom.x1 < size or -0.2 * size < atom.x0 - g.x1 < size)}
@@ -143,6 +146,8 @@ class GlyphPool:
             ink = [g for g in rest if not g.blank]
             all_on_row = all(on_row(g, atom.oy, size, 0.25 if g.atom or g.size >= 0.9 * size else 0.6)
                              for g in ink)  # scripts ride above or below it
+            if walls and any(not g.atom and x0 < g.mid < x1 and y0 < g.oy < y1 for g in ink for x0, x1, y0, y1 in walls):
+                continue
             if ink and all_on_row and (-0.2 * size < min(g.x0 for g in ink) - atom.x1 < 1.5 * size
                                        or -0.2 * size < atom.x0 - max(g.x1 for g in ink) < 1.5 * size):
                 for g in rest:
