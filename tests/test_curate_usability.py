@@ -403,6 +403,14 @@ def test_markup_no_author_writes_is_layout_damage(answer):
         assert layout_damage("Find it.", fine) is None, fine
 
 
+def test_a_zero_vector_answer_is_no_leak_and_a_spaced_inverse_before_a_vector_is_damage():  # Hefferon
+    q = "Multiply the matrix \\begin{pmatrix} 1 & 3 \\\\ 0 & 1 \\end{pmatrix} by each vector.\n(c) \\begin{pmatrix} 0 \\\\ 0 \\end{pmatrix}"
+    assert leak(q, "\\begin{pmatrix} 0 \\\\ 0 \\end{pmatrix}", "expression") is None
+    assert leak("Let v = \\begin{pmatrix} 1 \\\\ 0 \\end{pmatrix}. Find v.", "\\begin{pmatrix} 1 \\\\ 0 \\end{pmatrix}", "expression") is not None
+    assert layout_damage("How can the method of powers find the smallest eigenvalue?", "use T −1\\vec{v}_k = \\vec{v}_{k−1}.").sure
+    assert layout_damage("Find x.", "x = T −1") is None
+
+
 # fifth round (heldout4 misses): statements and verdicts in words graded by a judge, a value with its
 # explanation after it, a subjective word in a problem's story, an equation's right side, answers in
 # another unit than asked, exponents left beside e, brackets left open

@@ -83,11 +83,20 @@ def _offered(question: str, answer: str) -> bool:
     return any(normalize_text_answer(m.group(1)) == normalize_text_answer(answer) for m in _OFFERED.finditer(question))
 
 
+def _all_zero(answer: str) -> bool:
+    """A zero matrix or vector: the image of a zero input under any linear map ("Multiply the matrix by
+    each vector: (c) (0, 0, 0)"), an outcome printed in the question by right, not given away."""
+    if "\\begin{" not in answer and not answer.lstrip().startswith("("):
+        return False
+    body = re.sub(r"\\(?:begin|end)\{\w+\}|\\\\|&|[(),\s]", " ", answer)
+    return bool(body.split()) and all(t == "0" for t in body.split())
+
+
 def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4, statement: bool = False) -> str | None:
     """Why the answer is given away by the question, or None. `statement`: the answer is a statement
     or a verdict in words (tagged `statement_answer`), which restates the ask's terms by right."""
     ans = strip_math_delimiters(unbox(answer)).strip().rstrip(".")
-    if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans):
+    if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans) or _all_zero(ans):
         return None
     if _cue_pattern(ans).search(question):
         return "the question states the answer"
@@ -140,7 +149,7 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "4"
+    version = "5"
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

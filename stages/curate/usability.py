@@ -304,7 +304,7 @@ def elsewhere(question: str) -> Finding | None:
 
 _GLUED = re.compile(r"(?<![A-Za-z\d.])(\d*)([a-z])(\d+)(?![\w(])")  # "5x2", "x4", "c1"
 _BARE = r"(?<![A-Za-z\\]){l}(?![A-Za-z\d])"
-_INVERSE = re.compile(r"(?:\)|(?<![A-Za-z])[A-Z])[−-]1(?!\d|[.,]\d|\s*[\w(=])")  # "(1 + i)−1", "A−1" (not "n −1", not a restated "A−1 =")
+_INVERSE = re.compile(r"(?:\)|(?<![A-Za-z])[A-Z])[−-]1(?!\d|[.,]\d|\s*[\w(=])|(?<![A-Za-z])[A-Z]\s[−-]1(?=\\vec\b|\\mathbf\b)")  # "(1 + i)−1", "A−1" (not "n −1", not a restated "A−1 =")
 _PAREN_POWER = re.compile(r"\)[2-9](?![\d.,])(?=\s|$|[=+−\-])")  # "(ab)2 = e"
 _EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w)"  # "f(x) = ex", "e−x"
                     r"|(?<![A-Za-z\\^])e(?:[−-]?\d+[a-z]|[−-][a-z]|[α-ω][a-z]|\([^()]{1,30}\)[a-z])(?![A-Za-z(])")  # "e2t", "e−t", "eαx", "e(−2+ √ 2)x"
