@@ -214,10 +214,11 @@ def _pair(left: Glyph, near: list[Glyph], depth: float = 3.0) -> list[tuple[Glyp
     if any(abs(g.oy - row) > 0.2 * em for g in inside if g.atom or g.size >= 0.8 * size):
         return []  # rows stacked inside: a matrix, a vector
     ordered = sorted(inside, key=lambda g: g.x0)
-    if (len({g.line for g in inside}) > 1 and depth <= 3.1) \
-            or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
+    # (around a delimiter stacked from pieces, rebuilt pieces in lines of their own may join one
+    # line of glyphs: lebl's det([..] − λ[..]))
+    own = {g.line for g in inside if not g.atom} if depth > 3.1 else {g.line for g in inside}
+    if len(own) > 1 or any(b.x0 - a.x1 > 0.8 * em for a, b in zip(ordered, ordered[1:], strict=False)):
         return []  # cells apart (a row vector's), or MuPDF's lines of its own: left as they are
-        # (not around a delimiter stacked from pieces: what it holds is rebuilt pieces in lines of their own)
     host = ordered[0]
     out = []
     for d in (left, right):  # with the space MuPDF put where the delimiter stands (else "( t")
@@ -308,8 +309,8 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     small = sorted((g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size < 0.85 * em
                     and right.x1 - 0.1 * em <= g.x0 <= right.x1 + em), key=lambda g: g.x0)
     bottom = left.oy + depth * size
-    exponent = _run([g for g in small if left.oy - 0.5 * size < g.oy < bases[0] - 0.2 * em], right.x1, em, 0.4)
-    below = _run([g for g in small if bases[-1] + 0.2 * em < g.oy < bottom + 0.5 * size], right.x1, em, 0.4)
+    exponent = _alone(_run([g for g in small if left.oy - 0.5 * size < g.oy < bases[0] - 0.2 * em], right.x1, em, 0.4), near)
+    below = _alone(_run([g for g in small if bases[-1] + 0.2 * em < g.oy < bottom + 0.5 * size], right.x1, em, 0.4), near)
     scripts = (f"_{{{_text(below)}}}" if below else "") + (f"^{{{_text(exponent)}}}" if exponent else "")
     members += [*exponent, *below]
     # the row it sits in lies between its rows (not on one: a matrix beside it is no host)
@@ -562,6 +563,13 @@ def _centred(glyphs: list[Glyph], op: Glyph, width: float, em: float, full: list
         return []
     a, b = row[0].x0, row[-1].x1
     return row if abs((a + b) / 2 - mid) < 0.25 * max(b - a, width) + 0.1 * em else []
+
+
+def _alone(run: list[Glyph], near: list[Glyph]) -> list[Glyph]:
+    """`run` if it is all its lines hold (a script MuPDF set on a line of its own), else [] (the
+    start of a smaller line of text: a footnote under a matrix)."""
+    lines, ids = {g.line for g in run}, {id(g) for g in run}
+    return run if run and not any(g.line in lines and not g.blank and id(g) not in ids for g in near) else []
 
 
 def _run(glyphs: list[Glyph], start: float, em: float, lead: float) -> list[Glyph]:
