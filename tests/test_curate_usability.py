@@ -396,6 +396,7 @@ def test_a_fraction_where_none_can_be_is_layout_damage(answer):
     "\\vec{v}_{CM} = \\frac{m}{M+m\\vec{}}v",  # an arrow over nothing
     "ω = \\sqrt{4π_{M+}^m \\frac{3}{2} m2\\frac{g}{R}}",  # a subscript ending in an operator
     "2r = d \\frac{h}{h+x} \\frac{1}{4}",  # the exponent 1/4 left after its base
+    "(6)\\binom{8}{5}",  # Levin: C(6,2) half rebuilt beside C(8,5)
 ])
 def test_markup_no_author_writes_is_layout_damage(answer):
     assert layout_damage("Find it.", answer).sure
