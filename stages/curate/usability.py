@@ -589,8 +589,9 @@ _STRAY_LETTER = re.compile(r"\\(?:frac|sqrt)(?:\[[^\]]*\])?\{[^{}]*\}(?:\{[^{}]*
 # markup no author writes, left by a rebuild that stacked the wrong glyphs: a zero denominator
 # ("\\frac{2}{0}" for μ_0^2), an empty accent or radical ("m\\vec{}"), a script ending in an operator
 # ("π_{M+}^m"), a unit fraction after a closed formula ("d \\frac{h}{h+x} \\frac{1}{4}": the exponent 1/4),
-# a binomial half rebuilt beside another ("(6)\\binom{8}{5}" for C(6,2) C(8,5))
-_IMPOSSIBLE_MARKUP = re.compile(r"\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
+# a binomial half rebuilt beside another ("(6)\\binom{8}{5}" for C(6,2) C(8,5)), a sum's limits left on
+# the line ("∑∞ n=1 nimpaire"), a vector arrow read as "®" ("= ®0")
+_IMPOSSIBLE_MARKUP = re.compile(r"∑\s*∞|®|\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
                                 r"|\}\s*\\frac\{1\}\{[2-9]\}\s*\.?\s*$")
 
 
@@ -755,7 +756,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "8"
+    version = "9"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
