@@ -95,6 +95,8 @@ def reasons(r):
     ("Let A = {1, 2, 3, 4, 5}, B = {3, 4, 5, 6, 7} and C = {2, 3, 5}.\n(e) Find A × C.", "A × B = {(1, 2), (1, 3)}", "set", "e",
      "answer_mismatch"),  # the key's answer names a sibling expression
     ("Verify Euler’s Theorem for n = 15 and a = 4.", "4^{φ(15)} ≡4^8 ≡1 (mod 15).", "expression", None, "not_checkable"),
+    ("Dessiner le champ de directions pour y′ = y^3. Pouvez-vous identifier visuellement une solution telle que y(0) = 0?",
+     "y= 0 est une solution telle que y(0) = 0.", "text", None, "not_checkable"),  # Lebl: a drawing task in French
     ("What is wrong with this claimed proof of Lemma 1.9: “if c(x) = |T −xI| then c(T) = |T −TI| = 0”?",
      "The x must be a scalar, not a matrix.", "text", None, "not_checkable"),
     ("y = log_ε(x + 3) x + 3.", "1 −log_ε (x + 3) (x + 3)^2 .", "expression", None, "no_task"),
@@ -412,6 +414,14 @@ def test_a_zero_vector_answer_is_no_leak_and_a_spaced_inverse_before_a_vector_is
     assert leak("Let v = \\begin{pmatrix} 1 \\\\ 0 \\end{pmatrix}. Find v.", "\\begin{pmatrix} 1 \\\\ 0 \\end{pmatrix}", "expression") is not None
     assert layout_damage("How can the method of powers find the smallest eigenvalue?", "use T −1\\vec{v}_k = \\vec{v}_{k−1}.").sure
     assert layout_damage("Find x.", "x = T −1") is None
+
+
+def test_working_whose_numbers_do_not_chain_is_a_mismatch():  # Lebl: 0,05×5^2 printed as "0,05×52"
+    from rlclimb.stages.curate.answer_consistency import chain_mismatch
+    assert chain_mismatch("P(5) = 1000e^{2×5−0,05×52} = 1000e^{8,75} ≈6,31 × 10^6")
+    assert chain_mismatch("P(5) = 1000e^{2×5−0,05×5^2} = 1000e^{8,75} ≈6,31 × 10^6") is None
+    assert chain_mismatch("x = 2 + 2 = 5") and chain_mismatch("2 + 2 = 5") is None  # one "=" is the claim itself, not working
+    assert chain_mismatch("N = (1 · 2^6 + 3 · 2^4 + 4 · 2^3 + 2 · 2^2 + 2 · 2^1)/12 = 13 = 13.0") is None
 
 
 # fifth round (heldout4 misses): statements and verdicts in words graded by a judge, a value with its

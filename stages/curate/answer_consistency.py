@@ -266,3 +266,44 @@ def implicit_mismatch(question: str, answer: str) -> str | None:
     if len(finite) >= 2 and any(abs(v) > 1e-6 for v in finite):
         return f"along {answer.strip()[:40]}, {name}′ is not {ode.group(2).strip()[:30]}"
     return None
+
+
+_CHAIN_SPLIT = re.compile(r"\s*(?<![<>!\\])(=|≈)(?!=)\s*")
+
+
+def _number(side: str):
+    """The value of a side that is arithmetic on numbers alone ("1000e^{2×5−0,05×52}"), else None."""
+    import sympy
+
+    text = re.sub(r"(?<=\d),(?=\d)", ".", side.strip().rstrip(".,;"))  # a decimal comma ("0,05")
+    text = text.replace("×", "\\cdot ").replace("·", "\\cdot ")
+    if not text or re.search(r"[A-Za-zα-ωΑ-Ω]", re.sub(r"\\(?:cdot|frac|sqrt|pi)\b|(?<![A-Za-z])e\^|π", " ", text)) or "..." in text or "…" in text:
+        return None
+    value = _expr(text)
+    if value is None:
+        return None
+    value = value.subs(sympy.Symbol("e"), sympy.E)
+    if value.free_symbols:
+        return None
+    try:
+        return complex(value.evalf())
+    except (TypeError, ValueError):
+        return None
+
+
+def chain_mismatch(answer: str) -> str | None:
+    """"P(5) = 1000e^{2×5−0,05×52} = 1000e^{8,75} ≈ 6,31 × 10^6": two neighbouring sides of a chain
+    that are numbers alone and differ (by over 1% for "=", 5% for "≈"): a power flattened on the line
+    ("52" for 5^2) or a digit misread; the printed working contradicts itself."""
+    first = re.split(r"(?<=[^\d\s])\.\s|;|\n|,\s+(?=[A-Za-z])", answer, maxsplit=1)[0]
+    parts = _CHAIN_SPLIT.split(first)
+    if len(parts) < 5:  # at least three sides: "a = b" alone is the claim itself, not working
+        return None
+    sides, signs = parts[0::2], parts[1::2]
+    values = [_number(s) for s in sides]
+    for (a, b), sign, (sa, sb) in zip(zip(values, values[1:]), signs, zip(sides, sides[1:])):
+        if a is None or b is None or abs(a) < 1e-12 and abs(b) < 1e-12:
+            continue
+        if abs(a - b) > (0.01 if sign == "=" else 0.05) * max(abs(a), abs(b)):
+            return f"{sa.strip()[:30]} {sign} {sb.strip()[:30]} does not hold"
+    return None

@@ -257,7 +257,8 @@ _EXAMPLE_GIVEN = re.compile(r"\bfor\s+example\b|\bhere\s+is\s+one\b|\bone\s+(?:s
 _ANY_SOLUTION_ASK = re.compile(r"\b(?:find|give|trouvez|donnez)\s+(?:a|an|one|une)\s+(?:nontrivial|non-trivial|non\s+triviale?|non-triviale?)\s+solutions?\b"
                                r"|\b(?:trouvez|donnez)\s+une\s+solution\s+non[- ]triviale\b", re.I)
 _NOT_POSSIBLE = re.compile(r"\b(?:not|no|never|im)\s*possible\b|\bno\s+such\b|\bcannot\s+exist\b|\bdoes\s+not\s+exist\b", re.I)
-_DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\band\s+)(?:draw|sketch|plot|illustrate|shade)\b", re.I)
+_DRAW = re.compile(r"(?:^|[.;:]\s*|\n\s*(?:\([a-h]\)\s*)?|\b(?:and|et)\s+)(?:draw|sketch|plot|illustrate|shade"
+                   r"|dessine[rz]?|trace[rz]?|esquisse[rz]?)\b", re.I)  # French: "Dessiner le champ de directions"
 
 
 _ESTIMATE = re.compile(r"(?:^|[.?!]\s+)(?:estimate|roughly\s+estimate|make\s+an\s+estimate)\b", re.I)
@@ -704,12 +705,13 @@ def checkability(answer: str, answer_type: str | None, max_words: int) -> Findin
 def computed_mismatch(question: str, answer: str) -> Finding | None:
     """The gold fails a check a computer algebra system can make (answer_consistency): the derivative
     of the printed function, the initial value of an explicit solution, the differential equation
-    it should satisfy, boundary conditions of a function of two variables, an implicit general solution."""
-    from .answer_consistency import (boundary_mismatch, derivative_mismatch, implicit_mismatch, initial_value_mismatch,
-                                     ode_mismatch)
+    it should satisfy, boundary conditions of a function of two variables, an implicit general solution,
+    a chain of numbers in the working that does not hold."""
+    from .answer_consistency import (boundary_mismatch, chain_mismatch, derivative_mismatch, implicit_mismatch,
+                                     initial_value_mismatch, ode_mismatch)
 
     why = (derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
-           or boundary_mismatch(question, answer) or implicit_mismatch(question, answer))
+           or boundary_mismatch(question, answer) or implicit_mismatch(question, answer) or chain_mismatch(answer))
     return Finding("answer_mismatch", why, True) if why else None
 
 
@@ -756,7 +758,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "9"
+    version = "10"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
