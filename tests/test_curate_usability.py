@@ -399,12 +399,13 @@ def test_a_fraction_where_none_can_be_is_layout_damage(answer):
     "ω = \\sqrt{4π_{M+}^m \\frac{3}{2} m2\\frac{g}{R}}",  # a subscript ending in an operator
     "2r = d \\frac{h}{h+x} \\frac{1}{4}",  # the exponent 1/4 left after its base
     "(6)\\binom{8}{5}",  # Levin: C(6,2) half rebuilt beside C(8,5)
+    "R = 2πl ln ρ r_2 r_1",  # OSTP: ρ/(2πl) ln(r_2/r_1) laid flat
     "x= \\frac{t}{π} + ∑∞ n=1 \\frac{1}{2^n(π−n^2)} sin(nt)",  # Lebl: the sum's limits on the line
     "2 \\begin{pmatrix} cosh(t) \\\\ 1 \\end{pmatrix} − \\begin{pmatrix} e^t \\\\ 1 \\end{pmatrix} = ®0",  # Lebl: the zero vector's arrow
 ])
 def test_markup_no_author_writes_is_layout_damage(answer):
     assert layout_damage("Find it.", answer).sure
-    for fine in ("\\frac{1}{4}(x + 1)", "x^{n+1} + \\frac{0}{2}", "\\vec{v} = 2\\hat{x}", "\\frac{h}{h+x} + \\frac{1}{4}"):
+    for fine in ("\\frac{1}{4}(x + 1)", "x^{n+1} + \\frac{0}{2}", "\\vec{v} = 2\\hat{x}", "\\frac{h}{h+x} + \\frac{1}{4}", "y = ln x + C", "log_ε a"):
         assert layout_damage("Find it.", fine) is None, fine
 
 
