@@ -68,9 +68,10 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                 x0, y0, x1, y1 = s["bbox"]
                 codes = PIECE_CODES.get(s["font"], ())
                 if any(c["c"] in PIECES or c["c"] in codes for c in s["chars"]):
-                    # a piece: the matrix it bounds may be wider than the reach of its glyphs,
-                    # and its scripts sit at its ends
-                    seeds += [Rule(0.0, page.rect.width, y) for y in (y0, (y0 + y1) / 2, y1)]
+                    # a piece: the matrix it bounds may be wider than the reach of its glyphs
+                    # (its partner's seeds reach the other half), and its scripts sit at its ends
+                    wide = 12 * s["size"]
+                    seeds += [Rule(x0 - wide, x1 + wide, y) for y in (y0, (y0 + y1) / 2, y1)]
                 elif any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
                          or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
                     seeds.append(Rule(x0, x1, (y0 + y1) / 2))
@@ -119,8 +120,10 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     # rows at in them (vectors, matrices); a two-row stack at that pitch is a vector, not \binom
     # where delimiters stacked from pieces enclose what they hold: no glyph inside one is a host
     # of a piece outside it (a matrix's cell on the row of the matrix beside it)
-    boxes = [(left.x1, right.x0, left.oy, left.oy + depths[id(left)] * left.size) for left, *_ in tall
-             if left.text in _PAIRS and (right := _partner(left, chars)) is not None]
+    delims = list(raw_text)  # (a delimiter's partner is one of them: asked of them, not of every glyph)
+    tops = [g for g, *_ in tall]
+    boxes = [(left.x1, right.x0, left.oy, left.oy + depths[id(left)] * left.size) for left in tops
+             if left.text in _PAIRS and (right := _partner(left, tops)) is not None]
     pitches = [got[2] for left in lefts if left.text == "("
                and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread, boxes)) is not None
                and (got[3] >= 3 or got[4] >= 2)]
@@ -136,7 +139,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                 if _ruled(found[1], rules):
                     found = None  # a fraction in parentheses
             place(found)
-    for left in sorted(lefts, key=lambda g: _width(g, chars)):
+    for left in sorted(lefts, key=lambda g: _width(g, delims)):
         if id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
             pieces = _pair(left, near, depths[id(left)]) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread, boxes)]))
@@ -326,7 +329,8 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     outer = [b for b in boxes if not (b[0] <= left.x0 and right.x1 <= b[1] and b[2] <= left.oy <= b[3])]
     cands = [g for g in cands if not any(x0 < g.mid < x1 and y0 < g.oy < y1 for x0, x1, y0, y1 in outer)]
     if cands:
-        full = [g for g in near if not g.blank and not is_extension(g.font) and g.size >= 0.9 * em]
+        a, b = min(g.mid for g in cands) - em, max(g.mid for g in cands) + em
+        full = [g for g in near if a < g.mid < b and not g.blank and not is_extension(g.font) and g.size >= 0.9 * em]
         cands = [g for g in cands if not any(h is not g and abs(h.mid - g.mid) < 0.5 * em
                                              and 0.6 * em < abs(h.oy - g.oy) < 1.5 * em for h in full)]
     host = _host([g for g in cands if g.x1 <= left.x0 + 0.2 * size], taken, left, right.x1, lo, hi) \
