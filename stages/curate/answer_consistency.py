@@ -48,8 +48,6 @@ def _expr(text: str):
 
 def _differ(f, g, var) -> bool | None:
     """Whether f and g differ at sample points of `var` (None: cannot tell, e.g. nothing is finite)."""
-    import sympy
-
     seen = 0
     for x in (0.3, 0.55, 0.8, 1.7):
         try:

@@ -708,8 +708,14 @@ def computed_mismatch(question: str, answer: str) -> Finding | None:
     of the printed function, the initial value of an explicit solution, the differential equation
     it should satisfy, boundary conditions of a function of two variables, an implicit general solution,
     a chain of numbers in the working that does not hold."""
-    from .answer_consistency import (boundary_mismatch, chain_mismatch, derivative_mismatch, implicit_mismatch,
-                                     initial_value_mismatch, ode_mismatch)
+    from .answer_consistency import (
+        boundary_mismatch,
+        chain_mismatch,
+        derivative_mismatch,
+        implicit_mismatch,
+        initial_value_mismatch,
+        ode_mismatch,
+    )
 
     why = (derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
            or boundary_mismatch(question, answer) or implicit_mismatch(question, answer) or chain_mismatch(answer))
