@@ -125,7 +125,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     boxes = [(left.x1, right.x0, left.oy, left.oy + depths[id(left)] * left.size) for left in tops
              if left.text in _PAIRS and (right := _partner(left, tops)) is not None]
     pitches = [got[2] for left in lefts if left.text == "("
-               and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread, boxes)) is not None
+               and (got := _stack(left, pool.near(left.oy, reach(left)), depths[id(left)], unread, boxes, shape=True)) is not None
                and (got[3] >= 3 or got[4] >= 2)]
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
@@ -246,10 +246,11 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
     return piece, members
 
 
-def _stack(left: Glyph, near: list[Glyph], depth: float,
-           unread: list[tuple[float, float]], boxes: Boxes = ()) -> tuple[Glyph, list[Glyph], float, int, int] | None:
+def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[float, float]],
+           boxes: Boxes = (), shape: bool = False) -> tuple[Glyph | None, list[Glyph], float, int, int] | None:
     """`_column`'s reading: the piece, its glyphs, its rows' pitch (in units of their size), how many
-    rows and cells per row; each row holds the same number of cells (runs apart by a table gap),
+    rows and cells per row (`shape`: only those three, no piece: the page's pitch evidence asks every
+    "(" for them, and finding a piece's host is the costly part); each row holds the same number of cells (runs apart by a table gap),
     its cells centred over the row below's, all of them within the delimiter's reach under its
     origin (`depth`, its size class: the next line is no row of it), and no line this pass did
     not read (`unread`: middles and baselines of MuPDF lines that disagree with their raw glyphs)
@@ -302,6 +303,9 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     bases = [max(g.oy for g in row if g.atom or g.size >= 0.9 * em) for row in rows]
     if any(not 0.8 * em < b - a < 2.2 * em for a, b in zip(bases, bases[1:], strict=False)):
         return None  # rows a line apart, no more (text above and below is no row of it)
+    pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
+    if shape:
+        return None, [], pitch, len(rows), len(table[0])
     for row, base in zip(rows, bases, strict=True):  # the spaces between a row's glyphs are its own
         a, b = min(g.x0 for g in row), max(g.x1 for g in row)
         row += [g for g in near if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
@@ -339,7 +343,6 @@ def _stack(left: Glyph, near: list[Glyph], depth: float,
     oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
     piece = _piece(f"\\begin{{pmatrix}} {body} \\end{{pmatrix}}{scripts}", members, line, oy,
                    host.size if host is not None else size, left.x0, max(g.x1 for g in members))
-    pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
     return piece, members, pitch, len(rows), len(table[0])
 
 
