@@ -27,6 +27,9 @@ heldout3 or earlier label, labeled while curation was being tuned and kept from 
 `heldout5` (`--split heldout5 --labels tests/data/textbook_item_labels_heldout5`): a third such set,
 20 items per book drawn blind (seed 2029) from the uncurated output of f711b8d, none matching a
 heldout4 or earlier label, labeled while curation was being tuned and kept from the tuner until the end.
+`heldout6` (`--split heldout6 --labels tests/data/textbook_item_labels_heldout6`): a fourth, drawn by
+benchmarks/truth/sample_heldout.py (seed 2030) from the uncurated output of 5c1358e, none matching a
+heldout5 or earlier label: 20 items per book, strickland's last 2 unlabelled ones, measured once at the end.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ import importlib.util
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("curate_textbook", ROOT / "benchmarks" / "curate_textbook.py")
 curate_textbook = importlib.util.module_from_spec(spec)
@@ -14,7 +16,8 @@ spec.loader.exec_module(curate_textbook)
 
 VERDICTS = {"good", "marginal", "bad"}
 REASONS = {"ok", "hint_answer", "layout_damaged", "part_mismatch", "partial_answer", "reference_answer",
-           "answer_mismatch", "not_checkable", "open_ended", "multi_part", "needs_figure", "wrong_answer", "no_task"}
+           "answer_mismatch", "not_checkable", "open_ended", "multi_part", "needs_figure", "wrong_answer", "no_task",
+           "needs_context"}
 
 
 def test_label_files_are_well_formed_and_keep_a_heldout_part():
@@ -29,6 +32,24 @@ def test_label_files_are_well_formed_and_keep_a_heldout_part():
     for book, n in Counter(lab["book"] for lab in sampled).items():
         held = sum(lab["split"] in ("heldout", "heldout2") for lab in sampled if lab["book"] == book)
         assert 0.25 <= held / n <= 0.5, book  # round 1: a random 30% (+15 later); round 2 (heldout2): every other item
+    keys = [(x["book"], x["page"], x["number"], x["question_prefix"], x.get("part_prefix")) for x in labels]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6])
+def test_blind_label_sets_are_well_formed(n):
+    """heldout3..6: each drawn blind from one commit's uncurated output, up to 20 items per book."""
+    root = ROOT / "tests" / "data" / f"textbook_item_labels_heldout{n}"
+    labels = curate_textbook.load_labels("all", root=root)
+    assert labels, root
+    for lab in labels:
+        assert lab["verdict"] in VERDICTS and lab["reason"] in REASONS, lab
+        assert (lab["reason"] == "ok") == (lab["verdict"] == "good"), lab
+        assert lab["split"] == f"heldout{n}" and lab["book"] in curate_textbook.BOOK_FILES, lab
+        assert lab["question_prefix"] and lab["answer_prefix"] and lab["page"] > 0 and lab["note"], lab
+        assert lab["topic"].count("/") == 1 and "blind" in lab["labeled"], lab
+    assert len({lab["labeled"] for lab in labels}) == 1  # one draw: one commit, one seed
+    assert all(0 < k <= 20 for k in Counter(lab["book"] for lab in labels).values())
     keys = [(x["book"], x["page"], x["number"], x["question_prefix"], x.get("part_prefix")) for x in labels]
     assert len(keys) == len(set(keys))
 
