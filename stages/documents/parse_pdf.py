@@ -136,7 +136,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "4"
+    version = "5"
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage

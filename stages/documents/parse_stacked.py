@@ -42,6 +42,7 @@ from .parse_glyph_pool import (
     rewrite_line,
 )
 from .parse_math import GlyphMap, line_text
+from .parse_wrap import has_delimiters, wrap_rebuilt
 
 
 def wants_stacked(blocks: list[dict]) -> bool:
@@ -132,6 +133,10 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
             sources[id(atom)] = {g.line for g in members}
             touched.update(sources[id(atom)])
             touched.add(atom.line)
+    if pool.atoms and has_delimiters(chars):  # big parentheses around what was rebuilt (`parse_wrap`)
+        for atom, members in wrap_rebuilt(pool, chars):
+            sources[id(atom)] = {g.line for g in members}
+            touched.update(sources[id(atom)] | {atom.line})
     for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)])
