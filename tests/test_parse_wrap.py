@@ -121,3 +121,20 @@ def test_a_matrix_with_a_fraction_cell_is_no_row_in_parentheses(tmp_path):
     text = "\n".join(parse_lines(w.save(tmp_path / "matrix.pdf")))
     assert "\\frac{1}{2}" in text, text
     assert "(\\frac" not in text, text
+
+
+def test_a_closing_parenthesis_far_from_the_bar_is_read_too(tmp_path):
+    # judson p235 "q^2 − 4(z − p)(\frac{1}{4}z^2 − r) = 0": the closing parenthesis stands more
+    # than the fraction pass's reach (3 sizes) past the bar's end
+    w = OrderedWriter()
+    y = 200
+    x = w.text(72, y, "then q − 4p ")
+    x = w.bigg(x, y, 18)
+    x = w.fraction(x, y, "1", "4")
+    x = w.text(x + 1, y, "z − r + s − t")
+    x = w.bigg(x, y, 19)
+    w.text(x, y, " = 0.")
+    x = w.text(72, 300, "as ")  # (a fraction whose rows are lines of their own: the page's cue)
+    w.fraction(x, 300, "a", "b + c")
+    lines = parse_lines(w.save(tmp_path / "far.pdf"))
+    assert "then q − 4p (\\frac{1}{4}z − r + s − t) = 0." in lines, lines

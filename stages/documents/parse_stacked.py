@@ -42,7 +42,7 @@ from .parse_glyph_pool import (
     rewrite_line,
 )
 from .parse_math import GlyphMap, line_text
-from .parse_wrap import has_delimiters, wrap_rebuilt
+from .parse_wrap import delimiter_seeds, has_delimiters, wrap_rebuilt
 
 
 def wants_stacked(blocks: list[dict]) -> bool:
@@ -118,7 +118,8 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
 
 
 def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], glyphs: GlyphMap | None) -> int:
-    lines, chars = page_glyphs(blocks, raw_blocks, glyphs or {}, rules)
+    # (and the lines of big delimiters on a bar's row: a pair around a fraction, `parse_wrap`)
+    lines, chars = page_glyphs(blocks, raw_blocks, glyphs or {}, rules + delimiter_seeds(blocks, rules))
     if not chars:
         return 0
     pool = GlyphPool(chars)

@@ -14,7 +14,15 @@ text, with the small glyphs right after the closing one as its scripts (`(...)^{
 from __future__ import annotations
 
 from .parse_extension import DELIMITERS, DEPTHS, PIECE_CODES, PIECES
-from .parse_glyph_pool import Glyph, GlyphPool, glyph_spans, is_extension, on_row, reading_order
+from .parse_glyph_pool import (
+    Glyph,
+    GlyphPool,
+    Rule,
+    glyph_spans,
+    is_extension,
+    on_row,
+    reading_order,
+)
 from .parse_math import line_text
 from .parse_pieces import tall_delimiters
 
@@ -27,6 +35,27 @@ def has_delimiters(chars: list[Glyph]) -> bool:
     cheap test: most pages with fractions have none)."""
     return any(is_extension(g.font) and (g.text in DELIMITERS.get(g.font, ()) or g.text in PIECES
                                          or g.text in PIECE_CODES.get(g.font, ())) for g in chars)
+
+
+def delimiter_seeds(blocks: list[dict], rules: list[Rule]) -> list[Rule]:
+    """Where the fraction pass must also read glyphs: lines that are only an extension font's
+    delimiters (MuPDF gives a big parenthesis a line of its own) on a rule's row, up to 15 of their
+    sizes from it: the closing one of a pair may stand farther from the bar than the pass reads."""
+    out = []
+    for b in blocks:
+        for ln in b["lines"]:
+            text = ln["text"].strip()
+            font = ln["font"].get("name", "").split("+", 1)[-1]
+            if not text or len(text) > 2 or not is_extension(font):
+                continue
+            known = DELIMITERS.get(font, {})
+            if not all(c in known or c in PIECES or c in PIECE_CODES.get(font, ()) for c in text):
+                continue
+            bb, size = ln["bbox"], ln["font"]["size"] or 1.0
+            x0, x1, y0, y1 = bb["x"], bb["x"] + bb["w"], bb["y"], bb["y"] + bb["h"]
+            if any(y0 - size < r.y < y1 + 3 * size and x0 - 15 * size < r.x1 and r.x0 < x1 + 15 * size for r in rules):
+                out.append(Rule(x0, x1, (y0 + y1) / 2))
+    return out
 
 
 def wrap_rebuilt(pool: GlyphPool, chars: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
