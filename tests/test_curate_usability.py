@@ -624,3 +624,72 @@ def test_a_flattened_truth_table_is_no_statement():  # Levin: the table's rows r
     out = VerifiableStage().embedded({"question": q, "answer": "P Q ¬P ∧(Q →P) T T F T F F F T F F F T If the statement is "
                                       "true, then both P and Q are false.", "question_type": "open", "tags": []}, CTX)
     assert isinstance(out, Drop) or "statement_answer" not in out.get("tags", [])
+
+
+@pytest.mark.parametrize("answer,number,sure", [
+    ("ab(ε^{ax} + ε^{−ax}). (2) 2at + \\frac{2}{t}.", "1", True),  # Thompson: the key's next entry ran in
+    ("\\frac{x\\sqrt{a^2 −x^2}}{2} + C. (2) \\frac{x^2}{2}(log_ε x − \\frac{1}{2}) + C.", "1", True),
+    ("x = 3. (7) x = 4.", "3", None),  # another entry's number: not the next one, not ours to judge
+    ("x = 3 by (2) and (3).", "1", None),  # equation numbers in the working
+])
+def test_the_next_exercise_answer_run_into_a_gold_is_a_part_mismatch(answer, number, sure):
+    from rlclimb.stages.curate.usability import next_exercise
+
+    found = next_exercise(answer, number)
+    assert (found.sure if found else None) is sure
+    record = {**rec("Differentiate y = b(ε^{ax} −ε^{−ax}).", answer, "expression"), "source": {"number": number}}
+    assert (("part_mismatch", True) in reasons(record)) is bool(sure)
+
+
+@pytest.mark.parametrize("question,answer,damaged", [
+    # a series' limits left on the line after its term (Lebl)
+    ("Soit f(t) = \\frac{1}{2} + ∑ \\frac{1}{n(n^2+ 1)} sin(nπt). ∞ n=1 Calculez f′(t).",
+     "f′(t) = ∑_{n=1}^{∞} \\frac{π}{n^2+1} cos(nπt)", True),
+    ("Soit f(t) = ∑_{n=1}^{∞} \\frac{1}{n^2} sin(nt). Calculez f′(t).", "f′(t) = ∑_{n=1}^{∞} \\frac{1}{n} cos(nt)", False),
+    # a column vector of powers flattened (Strickland)
+    ("Which of the following sets is a subspace of R^4? (b) V_2 is the set of vectors of the form t t^2 t^3 t^4 T.",
+     "The set V_2 is not a subspace of R^4", True),
+    # double subscripts on the line (Hefferon's permutation expansion)
+    ("Use the permutation expansion formula to derive the formula for 3×3 determinants.",
+     "t1,1t2,2t3,3(+1) + t1,1t2,3t3,2(−1)", True),
+    # a cycle's numbers stand side by side by right when the task is about permutations (Judson)
+    ("Write the following permutations in cycle notation.\n(a) \\begin{pmatrix} 1 & 2 & 3 & 4 & 5 \\\\ 2 & 4 & 1 & 5 & 3 \\end{pmatrix}",
+     "(1 2 4 5 3)", False),
+    ("Find the solution of the system.", "(1 2 4 5 3)", True),  # no permutation here: numbers without layout
+])
+def test_more_notation_no_author_writes(question, answer, damaged):
+    found = layout_damage(question, answer)
+    assert (found is not None and found.sure) is damaged
+
+
+def test_parts_are_no_options_without_a_stem_or_when_named_in_a_sentence():
+    from rlclimb.stages.curate.qtype import classify, split_options
+
+    q = "(a) Define a function f: N →N that is one-to-one but not onto.\n(b) Define a function f: N →N that is onto but not one-to-one."
+    assert classify(q, "(a) f(n) = n + 1.")[0] == "open"
+    q = ("Suppose A is the generating function for the sequence 3, 5, 9, 15, 23, 33,....\n"
+         "(c) Use your answers to parts (a) and (b) to find the generating function for the original sequence.")
+    assert split_options(q)[1] == [] and classify(q, "A = \\frac{3−4x+3x^2}{(1−x)^3}")[0] == "open"
+    assert classify("Which is largest? (A) 3 (B) 4 (C) 5", "C")[0] == "multiple_choice"  # a real choice stays one
+
+
+def test_a_range_of_numbered_examples_is_an_external_reference():
+    from rlclimb.stages.curate.cleanup import external_reference
+
+    assert external_reference("Examples 14.1–14.5 in the first section each describe an action of a group G on a set X. "
+                              "For each example, compute the equivalence classes.") is not None
+    assert external_reference("Exercises 3 and 4 ask for the same bound; find it for n = 5.") is not None
+    assert external_reference("Find the examples of groups of order 4 among the following.") is None
+
+
+@pytest.mark.parametrize("question,sensitive", [
+    ("A one-dimensional system is at rest. If the potential energy graph on both the left and right side has a negative "
+     "slope, what type of equilibrium is it currently in?", False),  # OSTP: the problem's own scene
+    ("You are planning your descent onto planet Camelid with your crew. Currently, the projected terminal velocity of "
+     "80 km/h is too high and will destroy your experiment. What drag is needed?", False),
+    ("Who is currently the president of France?", True),
+    ("A country has many people. Who is currently its president?", True),  # an office: the world's, not the scene's
+    ("A student reads that France currently has 67 million people. How many live in Paris?", True),  # a proper name
+])
+def test_a_time_word_in_the_problems_own_scene_is_not_time_evidence(question, sensitive):
+    assert (time_sensitivity(question) is not None) is sensitive

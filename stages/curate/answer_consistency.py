@@ -3,16 +3,61 @@ can settle: "Differentiate y = f(x)" answered g (is f' = g?), and an initial con
 with an explicit solution "x = f(t)" (is f(0) = π/2?). A gold that fails is wrong for the question
 as it now reads: the text layer changed the question (a radical's index, a lost bracket) or the
 key is wrong; either way the pair does not grade. Anything that does not parse cleanly is left
-alone (None): these checks only ever find a mismatch they can show.
+alone (None): these checks only ever find a mismatch they can show. Also checked: an antiderivative
+against its integrand, a stated maximum or minimum against the function's derivatives.
+
+Every check is bounded (`bounded`): an error of sympy's (OverflowError, MemoryError and the like on
+a power tower) or a run past `BOUND_S` seconds is "cannot tell". The time bound is SIGALRM, so it
+holds in a process's main thread (the stage workers); in other threads only the size guard holds
+(formulas over `MAX_CHARS` characters or with powers three deep are not parsed).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import signal
+import threading
 
 from rlclimb.environments import answer_check as ac
 
 _FUNCTIONS = r"sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan"
+BOUND_S = 2.0  # seconds of parsing and computer algebra per check, per item
+MAX_CHARS = 400
+_TOWER = re.compile(r"\^\{[^{}]*\^\{?[^{}]*\^")  # x^{x^{x^...}}: sympy's numbers blow up
+_UNBOUNDED = ac.CheckOptions(timeout_s=None)  # inside `bounded`: math-verify's own alarm would cancel ours
+_state = threading.local()
+
+
+class _OutOfTime(BaseException):  # not an Exception: sympy's and the parser's own `except Exception` let it through
+    pass
+
+
+def _raise_out_of_time(signum, frame):
+    raise _OutOfTime
+
+
+def bounded(check):
+    """A check that answers None instead of raising, and stops after BOUND_S seconds (main thread)."""
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        if getattr(_state, "active", False):  # a check calling another: the outer bound holds
+            return check(*args, **kwargs)
+        main = threading.current_thread() is threading.main_thread()
+        if main:
+            previous = signal.signal(signal.SIGALRM, _raise_out_of_time)
+            signal.setitimer(signal.ITIMER_REAL, BOUND_S, 0.05)  # and again every 50 ms, should a handler swallow it
+        _state.active = True
+        try:
+            return check(*args, **kwargs)
+        except (Exception, _OutOfTime):  # noqa: BLE001  # sympy's overflows and memory errors: cannot tell
+            return None
+        finally:
+            _state.active = False
+            if main:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+    return run
 
 
 def _latex(text: str) -> str:
@@ -21,6 +66,7 @@ def _latex(text: str) -> str:
     t = text.strip().rstrip(".")
     t = re.sub(r"\blog_\{?[εe]\}?", "ln", t)
     t = re.sub(r"\bcotan\b", "cot", t)
+    t = re.sub(rf"\b({_FUNCTIONS})\s+\(", r"\1(", t)  # "cos (\\sqrt{7}/4)x": the bracket is its argument's
     t = re.sub(r"\b(sin|cos|tan)\^\{[−-]1\}", r"arc\1", t)
     t = re.sub(r"\\(?=(?:%s)\b)" % _FUNCTIONS, "", t)
     # a function applied without brackets to one factor: "cos x", "ln cos x" (innermost first)
@@ -34,11 +80,19 @@ def _latex(text: str) -> str:
 def _expr(text: str):
     import sympy
 
+    if len(text) > MAX_CHARS or _TOWER.search(text):
+        return None
     latex = _latex(text)
+    if re.search(rf"(?<![\\A-Za-z])(?:{_FUNCTIONS})(?![(A-Za-z])", latex) or re.search(r"(?<![\\A-Za-z])(?:sin|cos|tan|ln|log)[a-z]", latex):
+        return None  # a function name left as letters ("sin^2 θ", "lnx"): the parser would read a product
+    if re.search(rf"\\(?:{_FUNCTIONS})\([^()]*\)\^", latex):
+        return None  # "sin(2θ + 3)^{2.3}": the power of the sine or of its argument, books differ
     if re.search(r"[A-Za-z]{4,}|\b(?:et|ou|and|or|for|pour|où|is|est)\b", re.sub(r"\\[A-Za-z]+", " ", latex)):
         return None  # prose, or letters run together: not one formula
     try:
-        value = ac._parse(ac._math_form(latex))
+        value = ac._parse(ac._math_form(latex), _UNBOUNDED if getattr(_state, "active", False) else ac.DEFAULT_OPTIONS)
+    except _OutOfTime:
+        raise
     except Exception:  # noqa: BLE001  # the parser's errors are many; unparsed is "cannot tell"
         return None
     if not isinstance(value, sympy.Expr) or isinstance(value, sympy.Symbol) and not value.free_symbols:
@@ -66,6 +120,7 @@ _DERIVATIVE_ASK = re.compile(r"\bdifferentiat|\\frac\{dy\}\{dx\}|\bdy/dx\b", re.
 _FUNCTION_LINE = re.compile(r"^\s*(?:differentiate\s+)?y\s*=\s*(?P<f>[^;=]+?)\s*\.?\s*$|^\s*differentiate\s+(?P<g>[^;=]+?)\s*\.?\s*$", re.I)
 
 
+@bounded
 def derivative_mismatch(question: str, answer: str) -> str | None:
     """"Differentiate y = \\sqrt[3]{x^{−5}}." answered "−\\frac{5}{3} x^{−\\frac{8}{5}}": the derivative
     of the printed function is −5/3 x^{−8/3}, not the gold."""
@@ -97,6 +152,7 @@ _INITIAL = re.compile(r"(?<![A-Za-z])([a-zA-Z])\((0)\)\s*=\s*([^,;]+?)(?=\s*(?:,
 _EXPLICIT = re.compile(r"^\s*([a-zA-Zα-ω])(?:\([a-z]\))?\s*=\s*(.+?)\s*\.?\s*$")
 
 
+@bounded
 def initial_value_mismatch(question: str, answer: str) -> str | None:
     """"x′ = 1/cos(x), x(0) = π/2." answered "x = sin^{−1} t + 1": at t = 0 the gold gives 1, not π/2
     (the book's sin^{−1}(t + 1) lost its brackets)."""
@@ -143,6 +199,7 @@ def _ode_form(equation: str, name: str) -> str | None:
                   _latex(t))
 
 
+@bounded
 def ode_mismatch(question: str, answer: str) -> str | None:
     """"Résolvez x′ = 3xt^2 − 3t^2, x(0) = 2." answered "x= e^{t3} + 1" (e^{t^3} with its power
     flattened): the gold does not satisfy the equation as printed (at sample points, with its
@@ -189,6 +246,7 @@ _SIGNATURE = re.compile(r"^\s*([a-zA-Z])\(\s*([a-z])\s*,\s*([a-z])\s*\)\s*=\s*(.
 _CONDITION = re.compile(r"(?<![A-Za-z_])([a-zA-Z])\(\s*([^(),]+?)\s*,\s*([^(),]+?)\s*\)\s*=")
 
 
+@bounded
 def boundary_mismatch(question: str, answer: str) -> str | None:
     """"y_{tt} = y_{xx}, y(0, t) = y(π, t) = 0, ..." answered "y(x, t) = sin(x) sin(t) + cos(t)": at
     x = 0 the gold is cos(t), not 0 (the book's sin(x)(sin(t) + cos(t)) lost its brackets)."""
@@ -232,6 +290,7 @@ def boundary_mismatch(question: str, answer: str) -> str | None:
 _FIRST_ORDER = re.compile(r"(?<![A-Za-z\\])([a-zA-Z])(?:′|')\s*=\s*([^,;]+?)\s*(?:[.,;]|$)")
 
 
+@bounded
 def implicit_mismatch(question: str, answer: str) -> str | None:
     """"Trouvez une solution implicite pour y′ = sin(x) cos(y)." answered "sin(y) = −cos(x) + C": along
     F(x, y) = C, y′ = −F_x/F_y = sin(x)/cos(y), not sin(x) cos(y) (a fraction flattened). Checked
@@ -289,6 +348,7 @@ def _number(side: str):
         return None
 
 
+@bounded
 def chain_mismatch(answer: str) -> str | None:
     """"P(5) = 1000e^{2×5−0,05×52} = 1000e^{8,75} ≈ 6,31 × 10^6": two neighbouring sides of a chain
     that are numbers alone and differ (by over 1% for "=", 5% for "≈"): a power flattened on the line
@@ -304,4 +364,123 @@ def chain_mismatch(answer: str) -> str | None:
             continue
         if abs(a - b) > (0.01 if sign == "=" else 0.05) * max(abs(a), abs(b)):
             return f"{sa.strip()[:30]} {sign} {sb.strip()[:30]} does not hold"
+    return None
+
+
+# ---- an antiderivative against its integrand -------------------------------------------------------------
+
+_INTEGRAL = re.compile(r"(?:^|\bfind\s+|\bevaluate\s+|\bcompute\s+|\bintegrate\s+)∫\s*(?P<f>[^∫=]+?)\s*\\?,?\s*d(?P<v>[a-zθ])\s*[.?]?\s*$", re.I)
+_CONSTANT = re.compile(r"\s*\+\s*(?:C|c|K|const\.?)\s*\.?\s*$")
+
+
+def _constants(expr, var) -> dict:
+    """Sample values for the letters other than `var` (the book's constants a, b, n ...)."""
+    import sympy
+
+    return {s: sympy.Float(0.7 + 0.37 * i) for i, s in enumerate(sorted(expr.free_symbols - {var}, key=lambda s: s.name))}
+
+
+def _e_constant(expr):
+    """Thompson's ε (and a bare e the parser kept as a letter) is Euler's number."""
+    import sympy
+
+    return expr.subs({s: sympy.E for s in expr.free_symbols if s.name in ("epsilon", "varepsilon", "e", "ε")})
+
+
+@bounded
+def integral_mismatch(question: str, answer: str) -> str | None:
+    """"Find ∫ x^a log_ε x dx." answered "\\frac{x^{a+1}}{a + 1} log_ε x − \\frac{1}{a + 1} + C": the
+    gold's derivative is not the integrand (the book's x^{a+1}/(a+1) (log x − 1/(a+1)) lost its
+    brackets). Indefinite integrals with their constant only: "+ C" marks the gold as an antiderivative."""
+    m = _INTEGRAL.search(question.strip().split("\n")[-1])
+    if m is None or not _CONSTANT.search(answer) or answer.count("=") > 0 or "(2)" in m.group("f"):
+        return None
+    f, g = _expr(m.group("f")), _expr(_CONSTANT.sub("", answer))
+    if f is None or g is None:
+        return None
+    f, g = _e_constant(f), _e_constant(g)
+    names = ("θ", "theta") if m.group("v") == "θ" else (m.group("v"),)
+    var = next((s for s in f.free_symbols if s.name in names), None)  # the parser's symbol (it may carry assumptions)
+    if var is None or var not in f.free_symbols or not g.free_symbols <= f.free_symbols | {var}:
+        return None
+    import sympy
+
+    params = _constants(f + g, var)
+    derivative = sympy.diff(g, var).subs(params)
+    if _differ(derivative, f.subs(params), var):
+        return f"the gold's derivative is not the integrand {m.group('f').strip()[:40]}"
+    return None
+
+
+# ---- a stated maximum or minimum against the function's derivatives ---------------------------------------
+
+_EXTREMUM_ASK = re.compile(r"\b(?:maximum|minimum|maxima|minima)\b", re.I)
+_FUNCTION_DEF = re.compile(r"(?<![A-Za-z\\])(?P<name>[uyz])\s*=\s*(?P<f>[^=?;]+?)\s*(?:[?.;]|,\s*find\b|$)")
+_CLAUSE = re.compile(r"(?P<kind>max|min)(?:imum|\.)?\s*[.:]?\s*(?:for|when|at)?\s*(?P<point>[^;]+)", re.I)
+_ASSIGN = re.compile(r"(?<![A-Za-z\\])([a-zθ])\s*=")
+
+
+def _classify(f, point: dict, variables: list) -> str | None:
+    """"min", "max" or "saddle" at a critical point; "not critical"; None when the test cannot tell."""
+    import sympy
+
+    grad = [complex(sympy.diff(f, v).subs(point).evalf()) for v in variables]
+    scale = max(1.0, abs(complex(f.subs(point).evalf())))
+    if any(z != z or abs(z) > 1e12 for z in grad):
+        return None
+    if any(abs(z) > 1e-6 * scale for z in grad):
+        return "not critical"
+    hess = [[complex(sympy.diff(f, a, b).subs(point).evalf()) for b in variables] for a in variables]
+    if any(abs(z.imag) > 1e-9 for row in hess for z in row):
+        return None
+    h = [[z.real for z in row] for row in hess]
+    if len(variables) == 1:
+        return None if abs(h[0][0]) < 1e-9 else "min" if h[0][0] > 0 else "max"
+    det = h[0][0] * h[1][1] - h[0][1] * h[1][0]
+    if abs(det) < 1e-9:
+        return None
+    return "saddle" if det < 0 else "min" if h[0][0] > 0 else "max"
+
+
+@bounded
+def extremum_mismatch(question: str, answer: str) -> str | None:
+    """"Find the maximum or minimum of the function u = x + 2xy + y." answered "Minimum for x = y =
+    −\\frac{1}{2}": the point is critical, but the Hessian (0 2; 2 0) is indefinite: a saddle, no
+    minimum (the book's key is wrong). Each "Max./Min. for x = ..." clause is checked: its point
+    must be critical and of its kind by the second-derivative test. Points given as decimals
+    (rounded) are not checked."""
+    if not _EXTREMUM_ASK.search(question) or re.search(r"\d\.\d", answer):
+        return None
+    defs = _FUNCTION_DEF.findall(question)
+    if len(defs) != 1:
+        return None
+    name, body = defs[0]
+    f = _expr(body)
+    if f is None:
+        return None
+    f = _e_constant(f)
+    variables = sorted(f.free_symbols, key=lambda s: s.name)
+    if not 1 <= len(variables) <= 2:
+        return None
+    clauses = list(_CLAUSE.finditer(answer))
+    if not clauses or re.sub(r"[\s.;:]", "", _CLAUSE.sub("", answer)):
+        return None  # text the clauses do not account for ("θ = cot θ; ...", "no max."): unsure
+    for c in clauses:
+        point = {}
+        for chunk in re.split(r",|\band\b", c.group("point")):
+            letters = _ASSIGN.findall(chunk)
+            value = _expr(re.split(r"=", chunk)[-1]) if letters else None
+            if value is None or value.free_symbols:
+                return None
+            for letter in letters:
+                point[letter] = _e_constant(value)
+        if {v.name for v in variables} - set(point) or set(point) - {v.name for v in variables} - {name}:
+            return None
+        at = {v: point[v.name] for v in variables}
+        kind = _classify(f, at, variables)
+        want = c.group("kind").lower()
+        if kind in ("not critical", "saddle") or kind in ("min", "max") and kind != want:
+            where = ", ".join(f"{k} = {v}" for k, v in point.items() if k != name)
+            return f"{c.group(0).strip()[:40]!r}: at {where} {body.strip()[:30]} has " + (
+                "no critical point" if kind == "not critical" else "a saddle" if kind == "saddle" else f"a {kind}imum")
     return None

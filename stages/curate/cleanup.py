@@ -54,7 +54,10 @@ _EXTERNAL = re.compile(
     r"|\b(?:the|this)\s+(?:worked|previous|preceding|above|last|earlier)\s+(?:example|exercise|problem|solution)\b|\bin\s+the\s+(?:worked\s+)?example\b"
     r"|\b(?:previous|preceding|last|above|prior)\s+(?:problem|exercise|question|example|part)\b"
     r"|\b(?:your|the)\s+(?:answer|result)s?\s+(?:to|from|of|in)\s+(?:part|problem|exercise|question)\b"
-    r"|\bin\s+part\s+\(?[a-h]\)?|\bfrom\s+part\s+\(?[a-h]\)?",
+    r"|\bin\s+part\s+\(?[a-h]\)?|\bfrom\s+part\s+\(?[a-h]\)?"
+    # numbered items named together ("Examples 14.1–14.5 in the first section each describe ..."):
+    # a range or list of them is the text's, whatever verb leads in
+    rf"|\b{_EXT_NOUN}s\s+\d+(?:\.\d+)*[a-z]?\s*(?:[–—-]|,|\band\b|\bto\b|\bthrough\b)\s*\d+(?:\.\d+)*[a-z]?\b",
     re.I,
 )
 
@@ -192,7 +195,7 @@ Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_
 
 class CleanupStage(CurateStage):
     name = "cleanup"
-    version = "5"
+    version = "6"
     Config = CleanupConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -5,7 +5,8 @@ now" / "this year" phrasing, office holders and record holders ("Who is the pres
 "the world record for ..."), counts and prices that drift ("How many countries are in the EU?",
 "the population of ..."), newest versions and releases. Physics "current" (electric current),
 "latest heat" and the like are not time words; word problems that define their own "today"
-("Today is Monday; what day is it in 10 days?") are self-contained and pass.
+("Today is Monday; what day is it in 10 days?") are self-contained and pass, and so does a time word
+in a problem's own scene ("A system is at rest. ... what equilibrium is it currently in?").
 """
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ def _sentence_at(text: str, i: int) -> str:
     return text[start : min(ends) if ends else len(text)]
 
 
+# The problem sets up its own scene ("A one-dimensional system is at rest.", "You are planning your
+# descent onto planet Camelid ...") and the time word's sentence speaks of it ("it", "your", "the
+# system"), naming nothing of the world (no proper name past its first word, no office).
+_OPENS_SCENE = re.compile(r"^\s*(?:an?\s+(?!few\b)[\w-]+|suppose|imagine|assume|consider|you(?:'re|’re|\s+are|\s+were|\s+have)?)\b", re.I)
+_REFERS_BACK = re.compile(r"\b(?:it|its|they|their|them|you|your|we|our|the\s+(?:system|object|body|block|ball|car|particle|mass|spring"
+                          r"|cart|box|rocket|ship|satellite|circuit|gas|sample|wire))\b", re.I)
+_PROPER_NAME = re.compile(r"(?<=[\w,]\s)[A-Z][a-z]{2,}")
+_OFFICE = re.compile(r"\b" + _ROLE + r"\b", re.I)
+
+
+def _own_scene(text: str, i: int) -> bool:
+    sentence = _sentence_at(text, i)
+    return (bool(_OPENS_SCENE.match(text)) and bool(_REFERS_BACK.search(sentence))
+            and not _PROPER_NAME.search(sentence) and not _OFFICE.search(sentence))
+
+
 def time_sensitivity(question: str) -> str | None:
     """The phrase that makes the answer time-dependent, or None."""
     text = mask_math(question)
@@ -72,6 +89,8 @@ def time_sensitivity(question: str) -> str | None:
                 continue  # "Last year a store sold 120 bikes ...": the problem gives its own numbers
             if label in ("time word", "relative time") and _SCENARIO.search(_sentence_at(text, m.start())):
                 continue  # "Suppose you are currently staying at a camp ...": the problem's own scene
+            if label == "time word" and _own_scene(text, m.start()):
+                continue  # "A one-dimensional system is at rest. ... what type of equilibrium is it currently in?"
             return f"{label}: {phrase.strip()!r}"
     return None
 
@@ -98,7 +117,7 @@ Reply with JSON: {{"time_sensitive": true/false, "reason": "one short phrase"}}"
 
 class EvergreenStage(CurateStage):
     name = "evergreen"
-    version = "3"
+    version = "4"
     Config = EvergreenConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

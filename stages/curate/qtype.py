@@ -45,11 +45,15 @@ _PART_LABEL = re.compile(r"\(([a-h])\)")
 _BARE_PART_LABEL = re.compile(r"(?:^|(?<=\s))([a-h])\)\s")
 _EACH_PART = re.compile(r"\b(?:each\s+of\s+the\s+following|in\s+each\s+case|for\s+each|each\s+part|all\s+of\s+the\s+following\s+(?:sets|expressions|statements|functions|matrices|systems))\b", re.I)
 _TASK = re.compile(r"(?:find|show|prove|compute|calculate|determine|evaluate|explain|describe|give|list|write|solve"
-                   r"|verify|use|sketch|express|suppose|let|is|are|does|do|can|what|which|how|why)\b", re.I)
+                   r"|verify|use|sketch|express|suppose|let|is|are|does|do|can|what|which|how|why|define|construct|state"
+                   r"|name|identify|classify|decide|draw|simplify|factor|differentiate|integrate)\b", re.I)
 _COMPUTE_ASK = re.compile(
     r"\b(?:find|compute|calculate|determine|evaluate|what\s+is|what\s+are|how\s+many|how\s+much|solve\s+for"
     r"|trouvez|calculez|déterminez|évaluez|résolvez|quel(?:le)?s?\s+est)\b", re.I
 )
+
+
+_CONNECTIVE = re.compile(r"(?:and|or|to|of|in|et|ou)", re.I)
 
 
 def split_options(question: str) -> tuple[str, list[str]]:
@@ -85,6 +89,8 @@ def split_options(question: str) -> tuple[str, list[str]]:
         if len(run) >= 2 and all(bool(r.group(1)) == bool(m.group(1)) for r in run):
             options = [question[a.end() : b.start()].strip(" ,;\n") for a, b in zip(run, run[1:], strict=False)]
             options.append(question[run[-1].end() :].strip(" ,;.\n"))
+            if re.search(r"\bparts?\s*$", question[: m.start()], re.I) or any(_CONNECTIVE.fullmatch(o) for o in options):
+                continue  # "Use your answers to parts (a) and (b) to find ...": parts named in a sentence
             if all(options) and all(len(o) < 300 for o in options):
                 return question[: m.start()].strip(), options
     return question, []
@@ -149,7 +155,8 @@ def classify(question: str, answer: str) -> tuple[QuestionType, list[str]]:
     """The embedded rules: options first (unless they are an exercise's parts), then true/false,
     then proof, else open."""
     stem, options = split_options(question)
-    if options and not multi_part(question, answer) and not parts_in_order(question, answer, options):
+    # no stem: "(a) Define a function ... (b) Define a function ...": parts, there is nothing to choose for
+    if options and stem.strip() and not multi_part(question, answer) and not parts_in_order(question, answer, options):
         return "multiple_choice", options
     if _TF_QUESTION.search(question):
         return "true_false", []
@@ -211,7 +218,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "6"
+    version = "7"
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

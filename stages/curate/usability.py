@@ -10,7 +10,8 @@ returns a reason, the evidence, and whether it is sure:
   kernel ... is SO(n).", a question back); a "Hint." marker alone is not enough (some keys label
   every entry so), the content decides;
 - `part_mismatch`: the answer carries another part's label ("{1, 3, 7, 9}; (j) ...") or text
-  that is not an answer (a heading of the key);
+  that is not an answer (a heading of the key), or the key's next entry ("... + C. (2) ..." in
+  exercise 1);
 - `partial_answer`: the question asks to prove and to find, and the answer is the proof part;
 - `open_ended`: the question asks for an example or a construction and the answer gives one;
   "draw / sketch" tasks (`not_checkable`);
@@ -29,7 +30,8 @@ returns a reason, the evidence, and whether it is sure:
   radical of a perfect square or a lone number left after a rebuilt formula ("d h \\sqrt{4} \\sqrt{h+x} 1"),
   a `[` never closed, `e \\sqrt{2}x` (an exponent left on the line), a matrix equal to a number;
 - `answer_mismatch` also: a gold that fails a sympy check against the printed question
-  (answer_consistency: derivative, differential equation, initial and boundary values), an answer
+  (answer_consistency: derivative, differential equation, initial and boundary values, an
+  antiderivative, a stated maximum or minimum), an answer
   in another unit than the "how many litres" asked.
 
 Sure findings are dropped (by `on_sure`), unsure ones tagged (`on_unsure`, the tag is the reason
@@ -98,6 +100,20 @@ _KEY_HEADING = re.compile(r"\b(?:solutions?|answers?|hints?)\s+(?:for|to)\s+(?:s
 
 _PART_REFERENCE = re.compile(r"\b(?:in|from|of|to|using)\s+(?:your\s+answer\s+(?:to|in|from)\s+)?parts?\s+\(?([a-h])\)?", re.I)
 _EMPTY_LAST_LABEL = re.compile(r"\n\s*\(?[a-h]\)\s*$")
+
+
+_NUMBERED_LABEL = re.compile(r"(?:[.;]\s+|\s{2,})\((\d{1,3})\)\s+\S")
+
+
+def next_exercise(answer: str, number: str | None) -> Finding | None:
+    """"ab(ε^{ax} + ε^{−ax}). (2) 2at + \\frac{2}{t}." for exercise 1: the key's next entry, numbered
+    one on, ran into the gold (sure); another number after a sentence end is unsure (an equation's)."""
+    m = _NUMBERED_LABEL.search(answer)
+    if m is None:
+        return None
+    own = re.match(r"\s*(\d+)\s*(?:\(|$)", number or "")
+    sure = own is not None and int(m.group(1)) == int(own.group(1)) + 1
+    return Finding("part_mismatch", f"the answer runs into another entry: {m.group(0).strip()[:30]!r}", sure) if sure or own is None else None
 
 
 def part_mismatch(question: str, answer: str, part: str | None) -> Finding | None:
@@ -313,12 +329,14 @@ _EXP_E = re.compile(r"(?:=|\band)\s*e[x-z](?![\w(])|(?<![\w\\])e[−-][x-z](?!\w
 _EXP_BESIDE = re.compile(r"(?<![A-Za-z\\{])e\s+\\(?:sqrt|frac)\b")
 _LOST_RELATION = re.compile(r"(?:(?<![A-Za-z])[A-Z][A-Za-z]?\d?|\|[A-Z]\||P\([A-Z]\)|(?<!\([a-z])\))\s+(?:\{(?!\s*\})|∅)|\|[A-Za-z∩∪ ]+\|\s+\d")
 _FLAT_ARGUMENT = re.compile(r"\(\s*(?:[a-z](?:_\d)?\s+){2,}[a-z](?:_\d)?\s*\)")  # "h( x y z )": a column vector's entries in a row
-_FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z]′*)\s+){2,}T(?=\s|$|[.,;:∈=])")
+_FLAT_VECTOR = re.compile(r"(?:(?<=\s)|^)(?:[−-]?(?:\d+[a-z]?|[a-z](?:\^\d)?′*)\s+){2,}T(?=\s|$|[.,;:∈=])")  # "1 2 −1 0 T", "t t^2 t^3 T"
+_FLAT_INDICES = re.compile(r"(?<![\w\\])[a-z]\d,\d[a-z]\d,\d")  # "t1,1t2,2t3,3": t_{1,1} t_{2,2} t_{3,3} on the line
 _FLAT_FRACTION = re.compile(r"(?<![\w\\])d\s+d[a-z]\b|(?<![\w\\])d[a-z]\s+d[a-z](?![\w(])")
 _DETACHED_ARROW = re.compile(r"(?<![A-Za-z])\u20d7(?!\s?[A-Za-z])")  # "⃗F", "⃗ B(t)", "F⃗" name their vector
 _BAD_GLYPHS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\ue000-\uf8ff]|∞\s?Í|Í\s?\^?\{?∞")  # "∞Í n=1": a sum sign from a symbol font
 _FLAT_NUMBERS = re.compile(r"(?<![\w.,(])(?:[−-]?\d+\s+){3,}[−-]?\d+(?![\w.,])")
 # answer-side: "10 4" (a binomial flattened), "6 2 (8 5)", ". 2−2·525 −4", "an 5 + 4(n −1)" (a_n = ..., "=" lost)
+_PERMUTATION_TALK = re.compile(r"\b(?:permutations?|cycles?|transpositions?)\b|\bS_\{?\d|\bS_n\b|\bA_\{?\d", re.I)
 _CYCLE = re.compile(r"\((?:\d+\s+)+\d+\)")
 _ADJACENT_NUMBERS = re.compile(r"(?<![\w.,])\d+\s+\d+(?![\d.,])")  # "10 4", "5 3e2t" (5/3 e^2t)
 _LEADING_PUNCT = re.compile(r"^\s*[.,;:]\s*\S")
@@ -593,7 +611,7 @@ _STRAY_LETTER = re.compile(r"\\(?:frac|sqrt)(?:\[[^\]]*\])?\{[^{}]*\}(?:\{[^{}]*
 # a binomial half rebuilt beside another ("(6)\\binom{8}{5}" for C(6,2) C(8,5)), a sum's limits left on
 # the line ("∑∞ n=1 nimpaire"), a vector arrow read as "®" ("= ®0"), a log of three bare letters at the
 # end ("2πl ln ρ r_2 r_1" for ρ/(2πl) ln(r_2/r_1): a fraction laid flat)
-_IMPOSSIBLE_MARKUP = re.compile(r"∑\s*∞|®|\b(?:ln|log(?:_\S+)?)\s+(?:[A-Za-zα-ω](?:_\d)?\s+){2,}[A-Za-zα-ω](?:_\d)?\s*\.?$|\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
+_IMPOSSIBLE_MARKUP = re.compile(r"∑\s*∞|(?<![\^{_])∞\s+[a-z]\s*=\s*[−-]?\d|®|\b(?:ln|log(?:_\S+)?)\s+(?:[A-Za-zα-ω](?:_\d)?\s+){2,}[A-Za-zα-ω](?:_\d)?\s*\.?$|\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
                                 r"|\}\s*\\frac\{1\}\{[2-9]\}\s*\.?\s*$")
 
 
@@ -608,12 +626,14 @@ def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding 
     for where, text in (("question", question), ("answer", answer)):
         if "\\begin{" in text:  # rebuilt matrices: their entries are laid out already
             text = re.sub(r"\\begin\{(\w+)\}.*?\\end\{\1\}", " M ", text, flags=re.S)
+        if where == "answer" and _PERMUTATION_TALK.search(question):
+            text = _CYCLE.sub("C", text)  # "(1 2 4 5 3)": a cycle's numbers stand side by side by right
         checks = [("control or private-use glyphs", _BAD_GLYPHS), ("a vector arrow apart from its letter", _DETACHED_ARROW),
                   ("an inverse flattened", _INVERSE), ("a power flattened", _PAREN_POWER), ("e^x flattened", _EXP_E),
                   ("an exponent left beside e", _EXP_BESIDE),
                   ("a relation sign lost", _LOST_RELATION), ("a vector flattened", _FLAT_VECTOR),
                   ("a fraction flattened", _FLAT_FRACTION), ("numbers without layout", _FLAT_NUMBERS),
-                  ("a column vector flattened", _FLAT_ARGUMENT)]
+                  ("a column vector flattened", _FLAT_ARGUMENT), ("double subscripts flattened", _FLAT_INDICES)]
         for what, pattern in checks:
             m = pattern.search(text)
             if m:  # a lost "=" in a question's definitions ("Let A {1, 2}") still reads; in an answer it does not compare
@@ -707,18 +727,22 @@ def computed_mismatch(question: str, answer: str) -> Finding | None:
     """The gold fails a check a computer algebra system can make (answer_consistency): the derivative
     of the printed function, the initial value of an explicit solution, the differential equation
     it should satisfy, boundary conditions of a function of two variables, an implicit general solution,
-    a chain of numbers in the working that does not hold."""
+    a chain of numbers in the working that does not hold, an antiderivative whose derivative is not the
+    integrand, a maximum or minimum that the second-derivative test contradicts."""
     from .answer_consistency import (
         boundary_mismatch,
         chain_mismatch,
         derivative_mismatch,
+        extremum_mismatch,
         implicit_mismatch,
         initial_value_mismatch,
+        integral_mismatch,
         ode_mismatch,
     )
 
     why = (derivative_mismatch(question, answer) or initial_value_mismatch(question, answer) or ode_mismatch(question, answer)
-           or boundary_mismatch(question, answer) or implicit_mismatch(question, answer) or chain_mismatch(answer))
+           or boundary_mismatch(question, answer) or implicit_mismatch(question, answer) or chain_mismatch(answer)
+           or integral_mismatch(question, answer) or extremum_mismatch(question, answer))
     return Finding("answer_mismatch", why, True) if why else None
 
 
@@ -727,7 +751,8 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
 
     q, a = record.get("question") or "", (record.get("answer") or "").strip()
     part = json.loads(record.get("meta") or "{}").get("part")
-    out = [hint_answer(a), part_mismatch(q, a, part), elsewhere(q)]
+    number = str((record.get("source") or {}).get("number") or "") or None
+    out = [hint_answer(a), part_mismatch(q, a, part), next_exercise(a, number), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
                 other_dimension(q, a), open_ended(q, a), verification(q)]
@@ -765,7 +790,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "11"
+    version = "12"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -7,9 +7,12 @@ the reader"), `open_discussion` (discuss / explain / describe questions with a p
 `no_boolean_answer` (true/false without one), `long_form_answer` (prose with no final answer).
 A long answer that states a final one ("... so the answer is \\boxed{12}") keeps the final answer
 and moves the full text to `solution` (when that is empty); so does a value followed by its
-explanation ("20^4 (order matters ...)"). A statement the stem asks for (a negation, an "if ...,
-then ..." rewrite) and a verdict in words ("f is not injective. To prove this ...") are kept as
-text tagged `statement_answer` and `needs_judge`. Sets `answer_type`.
+explanation ("20^4 (order matters ...)"), and so does a worked solution that states its value in its
+last sentence ("Thus she has 15\\binom{14}{5} choices", "giving det(A) = ...": worked.py; tagged
+`final_from_working`), also where the stem reads as a proof but its ask wants a value. A statement
+the stem asks for (a negation, an "if ..., then ..." rewrite) and a verdict in words ("f is not
+injective. To prove this ...") are kept as text tagged `statement_answer` and `needs_judge`. Sets
+`answer_type`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from rlclimb.pipelines.stage import Drop, Record, StageContext
 from ..text_keys import canonical_text
 from .common import CurateConfig, CurateStage, kept
 from .convert import proof_claim
+from .worked import worked_final
 
 _PLACEHOLDER = {"", "n/a", "na", "none given", "tbd", "todo", "?", "??", "-", "--", "...", "null", "nan", "unknown",
                 "no answer", "answer", "blank", "x", "xxx"}
@@ -240,7 +244,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "6"
+    version = "7"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -256,6 +260,13 @@ class VerifiableStage(CurateStage):
             return Drop("multi_part", "an exercise in parts (a), (b), ... answered part by part")
         if qtype == "proof":
             if proof_claim(q) is None:
+                if self.config.extract_final and (final := worked_final(q, a)) is not None:
+                    # "(a) Produce a matrix ...", "Expand ... to derive the formula": the proof
+                    # reading came from the stem's other sentences; the ask wants the value it states
+                    record = self._use_final(record, final, worked=True)
+                    record["question_type"] = "open"
+                    record["answer_type"] = infer_answer_type(final, question_type="open")
+                    return record
                 return Drop("proof_without_conclusion", "the claim has no value or closed form to check")
             record["answer_type"] = "proof"
             return record
@@ -289,6 +300,8 @@ class VerifiableStage(CurateStage):
                 record = self._use_final(record, final)
             elif (final := prose_final(q, a)) is not None:
                 record = self._use_final(record, final)
+            elif _words(a) > self.config.max_answer_words and (final := worked_final(q, a)) is not None:
+                record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
             return Drop("long_form_answer", f"{_words(a)} words and no stated final answer")
         record["answer_type"] = infer_answer_type(record["answer"], choices=record.get("choices") or [],
@@ -313,8 +326,10 @@ class VerifiableStage(CurateStage):
         return kept(record, completion)
 
     @staticmethod
-    def _use_final(record: Record, final: str) -> Record:
+    def _use_final(record: Record, final: str, worked: bool = False) -> Record:
         if not record.get("solution"):
             record["solution"] = record["answer"]
         record["answer"] = final
+        if worked:  # taken from the working's last sentence (worked.py): a judge may want to confirm it
+            record["tags"] = sorted({*(record.get("tags") or []), "final_from_working"})
         return record

@@ -1,0 +1,130 @@
+"""The final value of a worked solution: textbook keys print the working and state the result in
+its last sentence ("Thus she has 15\\binom{14}{5} choices", "giving det(A) = a(b − a)(c − b)(d − c).",
+"... and has dimension zero.", "... gives this. Rep_{B,B}(t) \\begin{pmatrix} ... \\end{pmatrix}").
+
+A value is taken only when three cues agree: the stem asks for one value of a kind (a count, a
+named quantity, a matrix, a formula); the value closes the answer's last sentence in a form that
+states a result (after "=", after "there are" / "has" for a count, after the asked noun, a display
+after "this"); and the value reads as one clean formula (no prose, no ellipsis, nothing the stem
+already prints). Anything else is None: the item stays long-form (dropped or tagged by the caller).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rlclimb.environments.answer_check import infer_answer_type
+
+_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+                 "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12"}
+_FUNCTION_WORDS = r"(?:sin|cos|tan|cot|sec|csc|log|ln|exp|det|dim|rank|arcsin|arccos|arctan|diag|tr|mod|gcd|lcm)"
+
+# one ask of a value: "How many ...?", "What is the dimension ...?", "Calculate the determinant ...",
+# "Produce a matrix ...", "derive the formula for ..."
+_COUNT_ASK = re.compile(r"\bhow\s+many\b|\bin\s+how\s+many\s+ways\b|\bcount\s+the\s+number\b", re.I)
+_NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determine|evaluate|give)\s+(?:the\s+|its\s+)?"
+                       r"(?P<noun>dimension|determinant|rank|nullity|value|sum|product|number|order|degree|index|area|volume|length"
+                       r"|probability|formula|limit|derivative|integral|trace|characteristic\s+polynomial|minimal\s+polynomial"
+                       r"|inverse|matrix|coefficient|remainder|period|maximum|minimum)\b", re.I)
+_MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
+                         r"|representation|inverse)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
+_FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain)\s+(?:the|a)\s+formula\b|\bexpand\b", re.I)
+# more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
+_MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
+                        r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
+
+_CONCLUDES = re.compile(r"\b(?:thus|so|hence|therefore|giving|gives|get|obtain|conclude|tells\s+us|we\s+have|which\s+is|this\s+is"
+                        r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|altogether|total)\b", re.I)
+_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were)|(?:she|he|we|you|they|one)\s+(?:has|have|had|can\s+do\s+(?:this|it)\s+in)"
+                             r"|(?:can|could)\s+be\s+(?:done|chosen|formed|made|arranged)\s+in|in\s+all|in\s+total)\s+(?P<v>.+?)"
+                             r"\s+(?:different\s+|distinct\s+|possible\s+)?(?:[a-z]+s|ways?)\b(?!\s*\()", re.I)
+
+
+# the working picks one of many ("We can choose λ_3 = 0", "for example"): the value is not the answer
+_NOT_UNIQUE = re.compile(r"\b(?:arbitrary|we\s+(?:can|could|may)\s+(?:choose|take|pick)|for\s+(?:example|instance)|one\s+(?:possible|such)"
+                         r"|(?:is|are)\s+not\s+unique|any\s+(?:other\s+)?choice)\b", re.I)
+
+
+_GIVES = re.compile(r"\b(?:giving(?:\s+us)?|gives(?:\s+us)?|we\s+(?:get|obtain)|the\s+answer\s+is)\s+(?P<v>[^=]+?)\s*$", re.I)
+
+
+def _last_sentence(answer: str) -> str:
+    text = re.sub(r"\s*(?:qed|∎|□)\s*$", "", answer.strip(), flags=re.I).rstrip(" .")
+    # split at sentence ends outside formulas: ". " before a capital, not after a one-letter abbreviation
+    parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\bthis)[.:]\s+|\n+|•"
+                     r"|(?<=[⟩}\])])\s+(?=(?:The|So|Thus|Hence|Therefore|This|We|It)\b)", text)
+    return parts[-1].strip() if parts else text
+
+
+def _clean_value(value: str, question: str) -> str | None:
+    """The value as a formula the checker reads, or None when it is prose, cut off or printed already."""
+    value = value.strip().rstrip(" .,;:")
+    if not value or len(value) > 200 or re.search(r"\.\s", value) or value.count("(") != value.count(")") or value.count("{") != value.count("}") or re.search(r"…|\.\s?\.\s?\.|·\s?·\s?·", value):
+        return None
+    plain = re.sub(r"\\(?:begin|end)\{\w+\}|\\[A-Za-z]+", " ", value)
+    if re.search(rf"(?<![A-Za-z])(?!{_FUNCTION_WORDS}(?![A-Za-z]))[A-Za-z]{{3,}}", plain):
+        return None  # prose words: not one value
+    if not re.search(r"[\dA-Za-z]", plain) or re.fullmatch(r"\s*[A-Za-z]\s*", plain):
+        return None  # nothing, or a lone letter ("the minimal polynomial is m"): a name, not its value
+    if len(value) >= 6 and re.sub(r"\s+", "", value) in re.sub(r"\s+", "", question):
+        return None  # the stem prints the formula: a restatement, not a result
+    if infer_answer_type(value) not in ("numeric", "expression", "set", "matrix", "vector", "tuple"):
+        return None
+    return value
+
+
+_NAME = re.compile(r"(?:^|[\s,:])(?:\\?(?:det|dim|rank|tr)\s*\(?[^=()]{1,12}\)?|[A-Za-z](?:_\{?\w{1,4}\}?)?(?:\^\{?[^=\s]{1,6}\}?)?"
+                   r"(?:\([^()=]{1,16}\))?)\s*$")
+
+
+def _last_side(sentence: str) -> str | None:
+    """The right side of a sentence's last equation ("giving det(A) = a(b − a)(c − b)"): when the
+    left side names one thing (det(A), f(x), a_n, P(40, 3)) or the equation is a chain of forms of
+    one value; not "1/R = 1/r_1 + 1/r_2", which states the value of another expression."""
+    sides = sentence.split("=")
+    if len(sides) < 2:
+        return None
+    if len(sides) == 2 and not _NAME.search(sides[0]) and "\\begin{" not in sides[0]:
+        return None  # (an expansion of matrices to its value is working, "1/R = ..." is not)
+    return sides[-1]
+
+
+def worked_final(question: str, answer: str) -> str | None:
+    """The value a worked answer states at its end, for a one-value ask; None when unsure."""
+    ask = question.strip().split("\n")[-1]
+    if _MORE_ASKS.search(ask) or ask.count("?") > 1 or not re.match(r"\s*\([a-z]\)", ask) and question.count("?") > 1:
+        return None
+    if _NOT_UNIQUE.search(answer):
+        return None
+    last = _last_sentence(answer)
+    if not last or last == answer.strip().rstrip(" ."):
+        return None  # no working before it: not a worked solution
+    if _MATRIX_ASK.search(question):
+        m = re.search(r"(?:\bthis(?:\s+matrix)?\s*[.:]?\s*(?:Rep_\{[^{}]*\}\([^()]*\)\s*=?|[A-Z]\s*=)?|=)\s*(\\begin\{pmatrix\}(?:(?!\\begin).)*?\\end\{pmatrix\})\s*\.?\s*$", answer.strip(), re.S)
+        if m and answer.strip().count("\\begin{pmatrix}") >= 1:
+            return _clean_value(m.group(1), question)
+    if _COUNT_ASK.search(question) and (m := _COUNT_SENTENCE.search(last)) is not None \
+            and not re.search(r"\d|\\binom", last[m.end():]):  # "there are 5 stars and 9 bars, giving us \binom{14}{9}": the later one
+        value = m.group("v")
+        value = value.rsplit("=", 1)[1] if "=" in value else value
+        value = _NUMBER_WORDS.get(value.strip().lower(), value)
+        if re.search(r"\d|\\binom|[A-Z]\(\d", value):
+            return _clean_value(value, question)
+        return None
+    noun = _NOUN_ASK.search(question)
+    if noun is not None:
+        word = noun.group("noun").split()[-1]
+        m = re.search(rf"\b(?:has|of|is|equals?)\s+(?:the\s+)?{word}\s+(?P<v>\S+)\s*$|\b{word}\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)
+        if m is not None:
+            value = (m.group("v") or m.group("w")).strip(" .")
+            value = _NUMBER_WORDS.get(value.lower(), value)
+            if re.search(r"\d", value) or word not in ("value", "number"):
+                return _clean_value(value, question)
+    if (noun is not None or _FORMULA_ASK.search(question) or _COUNT_ASK.search(question)) and _CONCLUDES.search(last) \
+            or _FORMULA_ASK.search(question) and answer.count("=") >= 1:
+        side = _last_side(last)
+        if side is None and (m := _GIVES.search(last)) is not None:
+            side = m.group("v")
+        if side is not None:
+            return _clean_value(side, question)
+    return None

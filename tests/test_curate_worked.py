@@ -1,0 +1,93 @@
+"""The final value of a worked solution (stages/curate/worked.py) and how `verifiable` uses it.
+
+Items are shaped like real textbook keys (combinatorics, linear algebra): the working first, the
+result in the last sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlclimb.pipelines.stage import Drop, StageContext
+from rlclimb.stages.curate.verifiable import VerifiableStage
+from rlclimb.stages.curate.worked import worked_final
+
+CTX = StageContext()
+LOCK_Q = ("A combination lock consists of a dial with 40 numbers on it. To open the lock, you turn the dial to the right "
+          "until you reach a first number, then to the left until you get to second number, then to the right again to the "
+          "third number. The numbers are distinct. How many different combinations are possible?")
+LOCK_A = ("Despite its name, we are not looking for a combination here. The order in which the three numbers appears "
+          "matters. There are P(40, 3) = 40 · 39 · 38 different possibilities for the “combination”.")
+DET_Q = ("Calculate the determinant of the matrix A = \\begin{pmatrix} a & a \\\\ a & b \\end{pmatrix}. (The easiest method "
+         "is to start with a row operation.)")
+DET_A = ("We subtract the first row from the second row to get a new matrix B = \\begin{pmatrix} a & a \\\\ 0 & b−a "
+         "\\end{pmatrix}. As we have not swapped any rows, det(A) = det(B). As B is upper triangular, the determinant is "
+         "just the product of the diagonal entries, giving det(A) = a(b −a).")
+
+
+@pytest.mark.parametrize("question,answer,final", [
+    (LOCK_Q, LOCK_A, "40 · 39 · 38"),
+    (DET_Q, DET_A, "a(b −a)"),
+    ("A woman has 15 friends and selects 6 bride's maids, one of them maid of honor. How many ways can she do this?\n"
+     "(b) What if she first selects her maid of honor, and then 5 other bride's maids?",
+     "She has 15 choices for who will be her maid of honor. Then she needs to select 5 of the remaining 14 friends, "
+     "which she can do in \\binom{14}{5} ways. Thus she has 15\\binom{14}{5} choices", "15\\binom{14}{5}"),
+    ("What is the dimension of the vector space of functions f: S →R where the domain S is the empty set?",
+     "A function is a set of ordered pairs (x, f(x)). So there is only one function with an empty domain, namely the "
+     "empty set. A vector space with only one element is a trivial vector space and has dimension zero.", "0"),
+    ("Find T = Rep_{B,B}(t) where B = ⟨x^2, x, 1⟩.",
+     "Because t is described with the members of B, the representation is easy: Rep_B(t(x^2)) = \\begin{pmatrix} 0 \\\\ 1 "
+     "\\end{pmatrix} gives this. Rep_{B,B}(t) \\begin{pmatrix} 0 & 1 \\\\ 1 & 0 \\end{pmatrix}",
+     "\\begin{pmatrix} 0 & 1 \\\\ 1 & 0 \\end{pmatrix}"),
+    ("How many multisets of size 5 can be made using the 10 digits?",
+     "Use stars and bars: each star is one of the 5 elements. So there are 5 stars and 9 bars, giving us \\binom{14}{9}",
+     "\\binom{14}{9}"),  # the later value, not the "5 stars"
+])
+def test_the_value_a_worked_solution_states_last(question, answer, final):
+    assert worked_final(question, answer) == final
+
+
+@pytest.mark.parametrize("question,answer", [
+    # the working picks one of many
+    ("Use this to give a formula expressing b as a linear combination of a_1, ..., a_4.",
+     "Here λ_3 is independent so it can take arbitrary values. We can choose λ_3 = 0, giving λ_1 = 6. This means that "
+     "b = ∑ λ_ia_i = 6a_1 + 2a_2 −5a_4."),
+    # "1/R = ...": the value of another expression, not of the one asked
+    ("Find the formula for the equivalent resistance if the two resistors in parallel are r_1 ohms and r_2 ohms.",
+     "Resistances in parallel add as reciprocals. So the equivalent resistance satisfies 1/R = 1/r_1 + 1/r_2."),
+    # a name, not a value
+    ("What is the minimal polynomial of the map π projecting onto the first two coordinates?",
+     "We have π^2 = π, so m(x) = x^2 −x will do. No linear polynomial will do. Thus the minimal polynomial is m."),
+    # more than one thing asked, or a proof
+    ("Find the characteristic polynomial, eigenvalues and all the eigenvectors of A.",
+     "We compute det(A − tI). Thus the characteristic polynomial is (1 − t)(2 − t)(3 − t)."),
+    ("Show that there are n! permutations of a set containing n items.",
+     "There are n ways to choose a_1 and n − 1 ways to choose a_2. Therefore, we can form σ in n(n −1) · · · 2 · 1 = n! ways."),
+    # no working: the answer is only the sentence
+    (LOCK_Q, "There are 59280 different possibilities."),
+    # a value cut off by an ellipsis
+    ("How many subsets does a set of n elements have?", "Each element is in or out. So there are 2 · 2 · · · 2 subsets."),
+])
+def test_no_value_when_a_cue_is_missing(question, answer):
+    assert worked_final(question, answer) is None
+
+
+def test_verifiable_keeps_the_stated_value_and_the_working_as_solution():
+    out = VerifiableStage().embedded({"question": LOCK_Q, "answer": LOCK_A, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop)
+    assert out["answer"] == "40 · 39 · 38" and out["solution"] == LOCK_A and "final_from_working" in out["tags"]
+    assert out["answer_type"] == "numeric"
+
+
+def test_a_stem_read_as_a_proof_whose_part_asks_for_a_matrix_keeps_the_matrix():
+    q = ("Consider the map taking a vector to its projection into the line y = x. These two each show that the map is "
+         "linear.\n(a) Produce a matrix that describes the function’s action.")
+    a = ("Fixing \\vec{s} = \\begin{pmatrix} 1 \\\\ 1 \\end{pmatrix} as the vector whose span is the line, the formula gives "
+         "\\frac{x + y}{2} · \\begin{pmatrix} 1 \\\\ 1 \\end{pmatrix}, which is the effect of this matrix. "
+         "\\begin{pmatrix} 1/2 & 1/2 \\\\ 1/2 & 1/2 \\end{pmatrix}")
+    out = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "proof", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and out["question_type"] == "open"
+    assert out["answer"] == "\\begin{pmatrix} 1/2 & 1/2 \\\\ 1/2 & 1/2 \\end{pmatrix}"
+    proof = VerifiableStage().embedded({"question": "Prove that no group of order 96 is simple.", "question_type": "proof",
+                                        "answer": "By the Third Sylow Theorem there are one or three Sylow 2-subgroups. "
+                                                  "Thus H ∩ K is normal in both H and K since it has index 2.", "tags": []}, CTX)
+    assert isinstance(proof, Drop) and proof.reason == "proof_without_conclusion"
