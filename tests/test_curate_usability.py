@@ -656,6 +656,9 @@ def test_the_next_exercise_answer_run_into_a_gold_is_a_part_mismatch(answer, num
     ("Write the following permutations in cycle notation.\n(a) \\begin{pmatrix} 1 & 2 & 3 & 4 & 5 \\\\ 2 & 4 & 1 & 5 & 3 \\end{pmatrix}",
      "(1 2 4 5 3)", False),
     ("Find the solution of the system.", "(1 2 4 5 3)", True),  # no permutation here: numbers without layout
+    # ∉ read as "<": an order sign before a set
+    ("Write the negation of the statement.", "There is an integer n such that n is even but n < {0, 2, 4, 6}.", True),
+    ("Find all n with n < 5.", "{0, 1, 2, 3, 4}", False),
 ])
 def test_more_notation_no_author_writes(question, answer, damaged):
     found = layout_damage(question, answer)

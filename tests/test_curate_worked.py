@@ -91,3 +91,34 @@ def test_a_stem_read_as_a_proof_whose_part_asks_for_a_matrix_keeps_the_matrix():
                                         "answer": "By the Third Sylow Theorem there are one or three Sylow 2-subgroups. "
                                                   "Thus H ∩ K is normal in both H and K since it has index 2.", "tags": []}, CTX)
     assert isinstance(proof, Drop) and proof.reason == "proof_without_conclusion"
+
+
+@pytest.mark.parametrize("question,answer,final,judge", [
+    ("(c) If S, T are subsets of a vector space, is [S ∩T] = [S] ∩[T]?",
+     "Sometimes. Clearly [S ∩T] ⊆[S]∩[T] because any linear combination of vectors from S ∩T is a combination of vectors "
+     "from S and also from T. Containment the other way does not always hold. For instance, in R^2, take S = {e_1, e_2}, T = {2e_1}.",
+     "Sometimes", True),
+    ("(b) If the set of w's is independent, must the set of v's also be independent?",
+     "Not necessarily. For instance, the transformation of R^2 given by (x, y) ↦ (x + y, x + y) sends the independent standard "
+     "basis to a dependent set, and so the converse fails in general for every map that is not one-to-one.",
+     "Not necessarily", True),
+    ("(b) If the boxes all have the same mass, would the tensions be the same in each rope?",
+     "No, the tension in the rope between boxes 3 and 4 will always be the highest, as that rope has to pull all of the other "
+     "masses along with it, while the first rope pulls one box only.", "No", False),
+])
+def test_a_verdict_to_a_conditional_yes_no_ask_is_the_answer(question, answer, final, judge):
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and out["answer"] == final and out["solution"] == answer
+    assert ("needs_judge" in out["tags"]) is judge
+
+
+def test_a_statement_asked_with_is_it_true_keeps_the_statement_and_its_verdict_for_a_judge():
+    q = ("Consider the statement: for all integers n, if n is even and n ≤7 then n is negative or n ∈{0, 2, 4, 6}.\n"
+         "(d) State the converse of the statement. Is it true? Explain.")
+    a = "For all integers n, if n is negative or n ∈{0, 2, 4, 6} then n is even and n ≤7. This is false. n = −3 is a counter-example"
+    out = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "true_false", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and out["answer_type"] == "text" and {"statement_answer", "needs_judge"} <= set(out["tags"])
+    # no statement before the verdict, or an argument instead of one: still no boolean answer
+    for answer in ("This is false.", "Suppose n = −3. Then n is odd, hence the claim fails. This is false."):
+        out = VerifiableStage().embedded({"question": q, "answer": answer, "question_type": "true_false", "tags": []}, CTX)
+        assert isinstance(out, Drop) and out.reason == "no_boolean_answer"

@@ -70,7 +70,7 @@ _IMPOSSIBLE = re.compile(r"^\W*(?:this|that|it|such\s+an?\s+\w+)\s+is\s+(?:not|i
 
 # A yes/no or true/false ask ("Does v lie in span(a_1, a_2)?", "Is the statement true or false? Prove
 # your answer.") answered with its verdict first and the reasoning after: the verdict is the answer.
-_YES_NO_ASK = re.compile(r"(?:^|[.?!:]\s+|\n|\|\s*|\([a-z]\)\s*)(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were)\b[^?]*\?"
+_YES_NO_ASK = re.compile(r"(?:^|[.?!:]\s+|\n|\|\s*|\([a-z]\)\s*|(?<=[\w)\]}])\s*,\s+)(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were)\b[^?]*\?"
                          r"|\btrue\s+or\s+false\b|\b(?:vrai|faux)\s+ou\s+(?:vrai|faux)\b", re.I)
 # The same ask as an instruction ("Decide if the vector is in the column space.", "Déterminez si ..."),
 # when nothing else is asked: "Determine whether it converges and find its sum" wants more than a verdict
@@ -78,7 +78,11 @@ _DECIDE_ASK = re.compile(r"\b(?:decide|determine|check|tell|state|say|verify)\s+
                          r"|\b(?:décidez|déterminez|dites|vérifiez)\s+si\b", re.I)
 _OTHER_ASK = re.compile(r"\b(?:find|compute|calculate|give|list|describe|explain|justify|prove|show|what|which|how"
                         r"|why|trouvez|calculez|donnez|expliquez|montrez|quel(?:le)?s?)\b|\bif\s+so\b|\?", re.I)
-_VERDICT_FIRST = re.compile(r"^\W*(yes|no|true|false|oui|non|vrai|faux)\b\s*[,;:.!\u2014-]\s*\S", re.I)
+_VERDICT_FIRST = re.compile(r"^\W*(yes|no|true|false|oui|non|vrai|faux|always|sometimes|never|not\s+necessarily|not\s+always)\b"
+                            r"\s*[,;:.!\u2014-]\s*\S", re.I)
+# "Sometimes. Clearly [S ∩ T] ⊆ [S] ∩ [T] ...", "Not necessarily. For instance, ...": a qualified
+# verdict to a yes/no ask; a judge compares it ("not necessarily" is a "no" to "must ...?")
+_QUALIFIED = {"always", "sometimes", "never", "not necessarily", "not always"}
 # One value with its unit in a sentence ("The egg was thrown an initial height of 2.75 m above the
 # ground", "so there are 120 ways"): for a one-quantity ask, that value is the final answer.
 _QUANTITY_ASK = re.compile(r"\bhow\s+(?:many|much|high|far|long|fast|large|big|heavy|tall|deep|wide|often)\b"
@@ -96,7 +100,8 @@ def prose_final(question: str, answer: str) -> str | None:
         return None
     if (m := _VERDICT_FIRST.match(answer)) and (_YES_NO_ASK.search(question)
                                                  or _DECIDE_ASK.search(question) and not _OTHER_ASK.search(question)):
-        return {"oui": "Yes", "non": "No", "vrai": "True", "faux": "False"}.get(m.group(1).lower(), m.group(1).capitalize())
+        word = re.sub(r"\s+", " ", m.group(1).lower())
+        return {"oui": "Yes", "non": "No", "vrai": "True", "faux": "False"}.get(word, word.capitalize())
     if not _QUANTITY_ASK.search(question) or re.search(r"[=+^\\<>≤≥]|\d[a-z]\b", answer):
         return None
     values = [m for m in _PROSE_NUMBER.finditer(answer) if not re.search(rf"(?<![\d.,]){re.escape(m.group(1))}(?![\d.,])", question)]
@@ -125,6 +130,18 @@ def statement_answer(question: str, answer: str) -> bool:
     """The stem asks for a statement and the answer is one (or a few): short prose, no argument."""
     return (bool(_STATEMENT_ASK.search(question)) and 0 < _words(answer) <= 60 and not _ARGUES.search(answer)
             and not re.search(r"(?:(?<![\w])[A-Z]\s+){5,}", answer))  # "P Q ... T T F T F F": a truth table flattened
+
+
+# "(d) State the converse of the statement. Is it true? Explain." answered "For all integers n, if
+# ... then .... This is false. n = −3 is a counter-example": the statement asked, then its verdict
+_VERDICT_SENTENCE = re.compile(r"(?:^|[.;]\s+)(?:this|it|that|the\s+(?:converse|negation|contrapositive|statement))\s+is\s+"
+                               r"(?:also\s+)?(?:true|false)\b", re.I)
+
+
+def statement_then_verdict(question: str, answer: str) -> bool:
+    m = _VERDICT_SENTENCE.search(answer)
+    return (bool(_STATEMENT_ASK.search(question)) and m is not None and m.start() > 0
+            and statement_answer(question, answer[:m.start()] + "."))
 
 
 # "Is f injective? Prove your answer." answered "f is not injective. To prove this, ...", "Determine if
@@ -271,6 +288,10 @@ class VerifiableStage(CurateStage):
             record["answer_type"] = "proof"
             return record
         if qtype == "true_false" and boolean_value(a) is None:
+            if statement_then_verdict(q, a):
+                record["answer_type"] = "text"
+                record["tags"] = sorted({*(record.get("tags") or []), *_JUDGE_TAGS})
+                return record
             return Drop("no_boolean_answer", f"a true/false question answered {a[:60]!r}")
         if qtype == "multiple_choice" and choice_index(a, record.get("choices") or []) is None:
             return Drop("choice_answer_unresolved", f"answer {a[:60]!r} names none of the options")
@@ -300,6 +321,8 @@ class VerifiableStage(CurateStage):
                 record = self._use_final(record, final)
             elif (final := prose_final(q, a)) is not None:
                 record = self._use_final(record, final)
+                if final.lower() in _QUALIFIED:
+                    record["tags"] = sorted({*(record.get("tags") or []), "needs_judge"})
             elif _words(a) > self.config.max_answer_words and (final := worked_final(q, a)) is not None:
                 record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
