@@ -18,6 +18,9 @@ from rlclimb.stages.curate.usability import UsabilityStage
     # not checked: no constant (a definite value?), a function name left as letters
     ("Find ∫ x^a log_ε x dx.", "\\frac{x^{a+1}}{a + 1} log_ε x", False),
     ("Find ∫ sin^2 θ dθ.", "\\frac{θ}{2} + C.", False),
+    # the differential in the numerator, Thompson's "arc tan", a log of a fraction
+    ("Find ∫ \\frac{dx}{1 −x^4}.", "\\frac{1}{4} log_ε \\frac{1 + x}{1 −x} + \\frac{1}{2} arc tan x + C.", False),
+    ("Find ∫ \\frac{dx}{1 −x^4}.", "\\frac{1}{4} log_ε \\frac{1 + x}{1 −x} + \\frac{1}{3} arc tan x + C.", True),
 ])
 def test_an_antiderivative_is_checked_against_its_integrand(question, answer, wrong):
     assert (ac.integral_mismatch(question, answer) is not None) is wrong

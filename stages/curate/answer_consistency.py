@@ -66,6 +66,7 @@ def _latex(text: str) -> str:
     t = text.strip().rstrip(".")
     t = re.sub(r"\blog_\{?[εe]\}?", "ln", t)
     t = re.sub(r"\bcotan\b", "cot", t)
+    t = re.sub(r"\barc\s+(sin|cos|tan)\b", r"arc\1", t)  # Thompson's "arc tan x"
     t = re.sub(rf"\b({_FUNCTIONS})\s+\(", r"\1(", t)  # "cos (\\sqrt{7}/4)x": the bracket is its argument's
     t = re.sub(r"\b(sin|cos|tan)\^\{[−-]1\}", r"arc\1", t)
     t = re.sub(r"\\(?=(?:%s)\b)" % _FUNCTIONS, "", t)
@@ -73,6 +74,7 @@ def _latex(text: str) -> str:
     for _ in range(3):
         t = re.sub(r"\b(%s)\s+([A-Za-zθ]|\d+[A-Za-zθ]?)(?![\w(^])" % _FUNCTIONS, r"\1(\2)", t)
         t = re.sub(r"\b(%s)\s+((?:%s)\([^()]*\))" % (_FUNCTIONS, _FUNCTIONS), r"\1(\2)", t)
+        t = re.sub(rf"\b({_FUNCTIONS})\s+(\\frac\{{[^{{}}]*\}}\{{[^{{}}]*\}})", r"\1(\2)", t)  # "ln \\frac{1 + x}{1 − x}"
     t = re.sub(r"(?<![A-Za-z\\])(%s)\(" % _FUNCTIONS, r"\\\1(", t)
     return t.replace("−", "-")
 
@@ -392,7 +394,10 @@ def integral_mismatch(question: str, answer: str) -> str | None:
     """"Find ∫ x^a log_ε x dx." answered "\\frac{x^{a+1}}{a + 1} log_ε x − \\frac{1}{a + 1} + C": the
     gold's derivative is not the integrand (the book's x^{a+1}/(a+1) (log x − 1/(a+1)) lost its
     brackets). Indefinite integrals with their constant only: "+ C" marks the gold as an antiderivative."""
-    m = _INTEGRAL.search(question.strip().split("\n")[-1])
+    line = question.strip().split("\n")[-1]
+    # "∫ \\frac{dx}{1 −x^4}": the differential in the numerator
+    line = re.sub(r"∫\s*\\frac\{\s*d([a-zθ])\s*\}\{([^{}]+)\}", r"∫ \\frac{1}{\2} d\1", line)
+    m = _INTEGRAL.search(line)
     if m is None or not _CONSTANT.search(answer) or answer.count("=") > 0 or "(2)" in m.group("f"):
         return None
     f, g = _expr(m.group("f")), _expr(_CONSTANT.sub("", answer))
