@@ -41,6 +41,8 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
     ("How many multisets of size 5 can be made using the 10 digits?",
      "Use stars and bars: each star is one of the 5 elements. So there are 5 stars and 9 bars, giving us \\binom{14}{9}",
      "\\binom{14}{9}"),  # the later value, not the "5 stars"
+    ("Find the dimension of the subspace W of R^4 spanned by the vectors below.",
+     "Row reduction leaves two nonzero rows, so the vectors span a plane. Hence the dimension of W is 2.", "2"),
 ])
 def test_the_value_a_worked_solution_states_last(question, answer, final):
     assert worked_final(question, answer) == final
@@ -62,6 +64,8 @@ def test_the_value_a_worked_solution_states_last(question, answer, final):
      "We compute det(A − tI). Thus the characteristic polynomial is (1 − t)(2 − t)(3 − t)."),
     ("Show that there are n! permutations of a set containing n items.",
      "There are n ways to choose a_1 and n − 1 ways to choose a_2. Therefore, we can form σ in n(n −1) · · · 2 · 1 = n! ways."),
+    # several assignments are no chain of one value
+    ("Find the value of the constants in the solution.", "Substituting gives two equations. Thus the value is x = 3 and y = 4."),
     # no working: the answer is only the sentence
     (LOCK_Q, "There are 59280 different possibilities."),
     # a value cut off by an ellipsis

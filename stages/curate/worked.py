@@ -84,6 +84,8 @@ def _last_side(sentence: str) -> str | None:
     sides = sentence.split("=")
     if len(sides) < 2:
         return None
+    if any(re.search(r"\band\b|,\s|;|\bor\b", side) for side in sides[1:-1]):
+        return None  # "Thus x = 3 and y = 4": several assignments, not one chain
     if len(sides) == 2 and not _NAME.search(sides[0]) and "\\begin{" not in sides[0]:
         return None  # (an expansion of matrices to its value is working, "1/R = ..." is not)
     return sides[-1]
@@ -114,7 +116,8 @@ def worked_final(question: str, answer: str) -> str | None:
     noun = _NOUN_ASK.search(question)
     if noun is not None:
         word = noun.group("noun").split()[-1]
-        m = re.search(rf"\b(?:has|of|is|equals?)\s+(?:the\s+)?{word}\s+(?P<v>\S+)\s*$|\b{word}\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)
+        m = re.search(rf"\b(?:has|of|is|equals?)\s+(?:the\s+)?{word}\s+(?P<v>\S+)\s*$"  # "has dimension zero"
+                      rf"|\b{word}(?:\s+of\s+[^=.]{{1,40}}?)?\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)  # "the dimension of W is 2"
         if m is not None:
             value = (m.group("v") or m.group("w")).strip(" .")
             value = _NUMBER_WORDS.get(value.lower(), value)
