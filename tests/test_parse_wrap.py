@@ -13,7 +13,8 @@ from test_parse_stacked_delimited import AXIS, FONT, S
 from test_pdf_notation import parse_lines
 from test_pdf_notation_inline import NamelessWriter
 
-BIGG = {18: ("parenleftbigg", 600, 40, 2360), 19: ("parenrightbigg", 600, 40, 2360)}
+BIGG = {18: ("parenleftbigg", 600, 40, 2360), 19: ("parenrightbigg", 600, 40, 2360),
+        90: ("integraldisplay", 560, 0, 2220)}
 
 
 class OrderedWriter(NamelessWriter):
@@ -35,7 +36,7 @@ class OrderedWriter(NamelessWriter):
         return end
 
     def bigg(self, x: float, y: float, code: int) -> float:
-        """A \\bigg delimiter (cmex's metrics) centred on the axis of the row at y."""
+        """A \\bigg delimiter or a display operator (cmex's metrics) centred on the axis of the row at y."""
         _, _, h, d = BIGG[code]
         top = y - AXIS * S - (h + d) / 2000 * S
         return self.ext(x, top + h / 1000 * S, code)
@@ -138,3 +139,35 @@ def test_a_closing_parenthesis_far_from_the_bar_is_read_too(tmp_path):
     w.fraction(x, 300, "a", "b + c")
     lines = parse_lines(w.save(tmp_path / "far.pdf"))
     assert "then q − 4p (\\frac{1}{4}z − r + s − t) = 0." in lines, lines
+
+
+def test_an_integral_beside_a_rebuilt_fraction_keeps_its_limits(tmp_path):
+    # lebl's Fourier coefficients "a_n = \\frac{1}{L} ∫ / L / −L / f(t) dt" (the limits on lines of
+    # their own): the fraction pass rewrites the row, so the delimiter pass cannot read its sign
+    w = OrderedWriter()
+    y = 200
+    x = w.text(72, y, "so a = ")
+    x = w.fraction(x, y, "1", "L")
+    op = w.bigg(x + 2, y, 90)  # (centred on the axis, as TeX sets it)
+    w.text(op - 1, y - 1.0 * S, "L", 0.7 * S)
+    w.text(op - 6, y + 0.9 * S, "−L", 0.7 * S)
+    w.text(op + 8, y, "f dt.")
+    x = w.text(72, 300, "as ")  # (a fraction whose rows are lines of their own: the page's cue)
+    w.fraction(x, 300, "a", "b + c")
+    lines = parse_lines(w.save(tmp_path / "integral.pdf"))
+    assert "so a = \\frac{1}{L} ∫_{−L}^{L} f dt." in lines, lines
+
+
+def test_a_pair_right_after_a_rebuilt_fraction_keeps_its_place(tmp_path):
+    # lebl's "\\frac{d}{dx} [r(x)y] = r(x)f(x)" read "\\frac{d}{dx} hr(x)y / i / = ...": nothing
+    # rebuilt inside the pair, but the fraction pass rewrites its row
+    w = OrderedWriter()
+    y = 200
+    x = w.text(72, y, "then ")
+    x = w.fraction(x, y, "d", "dx")
+    x = w.bigg(x + 2, y, 18)
+    x = w.text(x, y, "r y")
+    x = w.bigg(x, y, 19)
+    w.text(x, y, " = f.")
+    lines = parse_lines(w.save(tmp_path / "beside.pdf"))
+    assert "then \\frac{d}{dx} (r y) = f." in lines, lines

@@ -505,8 +505,8 @@ def _limits(op: Glyph, near: list[Glyph], ops: list[Glyph]) -> tuple[Glyph, list
     base, em = host.oy, host.size
     # operators side by side (a double sum) share the small glyphs: each takes those nearest it
     row = [o for o in ops if abs(o.oy - op.oy) < 0.5 * size]
-    scripts = [g for g in near if g is not op and not g.blank and not g.atom and not is_extension(g.font)
-               and g.size < 0.9 * em]
+    # (a rebuilt piece of script size may be part of one: `θ = \\frac{π}{2}`)
+    scripts = [g for g in near if g is not op and not g.blank and not is_extension(g.font) and g.size < 0.9 * em]
     small = [g for g in scripts if min(row, key=lambda o: abs(o.mid - g.mid)) is op]
     following = min((o.x0 for o in row if o.x0 > op.x0), default=float("inf"))  # the next operator's start
     width = op.x1 - op.x0

@@ -42,7 +42,7 @@ from .parse_glyph_pool import (
     rewrite_line,
 )
 from .parse_math import GlyphMap, line_text
-from .parse_wrap import delimiter_seeds, has_delimiters, wrap_rebuilt
+from .parse_wrap import delimiter_seeds, has_delimiters, operators_beside, wrap_rebuilt
 
 
 def wants_stacked(blocks: list[dict]) -> bool:
@@ -119,7 +119,7 @@ def _near_text(rules: list[Rule], blocks: list[dict]) -> list[Rule]:
 
 def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], glyphs: GlyphMap | None) -> int:
     # (and the lines of big delimiters on a bar's row: a pair around a fraction, `parse_wrap`)
-    lines, chars = page_glyphs(blocks, raw_blocks, glyphs or {}, rules + delimiter_seeds(blocks, rules))
+    lines, chars = page_glyphs(blocks, raw_blocks, glyphs or {}, rules + delimiter_seeds(blocks, rules, glyphs or {}))
     if not chars:
         return 0
     pool = GlyphPool(chars)
@@ -134,8 +134,8 @@ def rebuild_from(blocks: list[dict], raw_blocks: list[dict], rules: list[Rule], 
             sources[id(atom)] = {g.line for g in members}
             touched.update(sources[id(atom)])
             touched.add(atom.line)
-    if pool.atoms and has_delimiters(chars):  # big parentheses around what was rebuilt (`parse_wrap`)
-        for atom, members in wrap_rebuilt(pool, chars):
+    if pool.atoms and has_delimiters(chars):  # big operators and parentheses beside what was rebuilt (`parse_wrap`)
+        for atom, members in operators_beside(pool, chars) + wrap_rebuilt(pool, chars):
             sources[id(atom)] = {g.line for g in members}
             touched.update(sources[id(atom)] | {atom.line})
     for atom in sorted(pool.atoms, key=lambda a: a.x0):  # rows made whole once every piece is built

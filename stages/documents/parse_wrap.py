@@ -13,7 +13,8 @@ text, with the small glyphs right after the closing one as its scripts (`(...)^{
 
 from __future__ import annotations
 
-from .parse_extension import DELIMITERS, DEPTHS, PIECE_CODES, PIECES
+from .parse_delimited import _limits as operator_limits
+from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECE_CODES, PIECES
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
@@ -23,7 +24,7 @@ from .parse_glyph_pool import (
     on_row,
     reading_order,
 )
-from .parse_math import line_text
+from .parse_math import GlyphMap, line_text
 from .parse_pieces import tall_delimiters
 
 _PAIRS = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⌊": "⌋", "⌈": "⌉"}
@@ -31,25 +32,59 @@ _CLOSING = frozenset(_PAIRS.values())
 
 
 def has_delimiters(chars: list[Glyph]) -> bool:
-    """Any glyph a pair could be made of: whole delimiters or pieces of an extension font (the
-    cheap test: most pages with fractions have none)."""
-    return any(is_extension(g.font) and (g.text in DELIMITERS.get(g.font, ()) or g.text in PIECES
+    """Any glyph this module reads: an extension font's whole delimiters, pieces or operators
+    (the cheap test: most pages with fractions have none)."""
+    return any(is_extension(g.font) and (g.text in DELIMITERS.get(g.font, ()) or g.text in PIECES or g.text in OPERATORS
                                          or g.text in PIECE_CODES.get(g.font, ())) for g in chars)
 
 
-def delimiter_seeds(blocks: list[dict], rules: list[Rule]) -> list[Rule]:
+def operators_beside(pool: GlyphPool, chars: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
+    """Big operators (an extension font's ∫, ∑) on the row of a rebuilt piece next to them, with
+    their limits (`parse_delimited._limits`): the row is rewritten here, so the delimiter pass,
+    which reads only lines that agree with their glyphs, would find the sign in a rewritten line
+    and its limits on lines of their own (lebl's `a_n = \\frac{1}{L} ∫_{−L}^{L} f(t) ...`). Then
+    the other operators with limits on the rows so taken (their row is rewritten too)."""
+    ops = sorted((g for g in chars if g.text in OPERATORS and is_extension(g.font)), key=lambda g: g.x0)
+    out: list[tuple[Glyph, list[Glyph]]] = []
+
+    def take(op: Glyph, both: bool = False) -> None:
+        found = operator_limits(op, pool.near(op.oy), ops)
+        if found is None or len(found[1]) < 2 or both and not ("_{" in found[0].text and "^{" in found[0].text):
+            return  # the sign alone is left as the other passes have it (and half of the limits)
+        pool.take(*found)
+        out.append(found)
+
+    for op in ops:
+        size = op.size
+        if any(on_row(op, a.oy, a.size, 0.25) and (0 <= op.x0 - a.x1 < 3 * size or 0 <= a.x0 - op.x1 < 3 * size)
+               for a in pool.atoms if id(a) not in pool.gone):
+            take(op)
+    taken = [atom for atom, _ in out]
+    for op in ops:
+        if id(op) not in pool.gone and any(on_row(op, a.oy, a.size, 0.25) and abs(op.x0 - a.x0) < 40 * op.size
+                                           for a in taken):
+            take(op, both=True)  # (farther from a bar, this pass may not have read one of its limits)
+    return out
+
+
+def delimiter_seeds(blocks: list[dict], rules: list[Rule], glyphs: GlyphMap) -> list[Rule]:
     """Where the fraction pass must also read glyphs: lines that are only an extension font's
-    delimiters (MuPDF gives a big parenthesis a line of its own) on a rule's row, up to 15 of their
-    sizes from it: the closing one of a pair may stand farther from the bar than the pass reads."""
+    delimiters or operators (MuPDF gives a big parenthesis or ∫ a line of its own) on a rule's row,
+    up to 15 of their sizes from it: the closing one of a pair may stand farther from the bar than
+    the pass reads, an operator's integrand and limits lie beside it. `glyphs`: the glyph map
+    (operators are named in it)."""
     out = []
     for b in blocks:
         for ln in b["lines"]:
             text = ln["text"].strip()
             font = ln["font"].get("name", "").split("+", 1)[-1]
-            if not text or len(text) > 2 or not is_extension(font):
+            if not text or not is_extension(font):
                 continue
-            known = DELIMITERS.get(font, {})
-            if not all(c in known or c in PIECES or c in PIECE_CODES.get(font, ()) for c in text):
+            # (the line's font is its first glyph's: an operator's line may go on with its limits,
+            # a delimiter's with its script, in fonts of their own)
+            first, named = text[0], glyphs.get(font, {})
+            if not (named.get(first) in OPERATORS or len(text) <= 8 and (
+                    first in DELIMITERS.get(font, ()) or first in PIECES or first in PIECE_CODES.get(font, ()))):
                 continue
             bb, size = ln["bbox"], ln["font"]["size"] or 1.0
             x0, x1, y0, y1 = bb["x"], bb["x"] + bb["w"], bb["y"], bb["y"] + bb["h"]
@@ -76,7 +111,8 @@ def wrap_rebuilt(pool: GlyphPool, chars: list[Glyph]) -> list[tuple[Glyph, list[
     glyph = {id(g): g for g in chars}
     lefts = [glyph[k] for k, (symbol, _) in delims.items() if symbol in _PAIRS]
     out = []
-    for left in sorted(lefts, key=lambda g: _width(g, delims, chars)):
+    ends = [glyph[k] for k in delims]  # (a partner is one of them: asked of them, not of every glyph)
+    for left in sorted(lefts, key=lambda g: _width(g, delims, ends)):
         if id(left) in pool.gone:
             continue
         got = _wrap(left, delims, pool)
@@ -121,15 +157,22 @@ def _wrap(left: Glyph, delims: dict[int, tuple[str, float]], pool: GlyphPool) ->
     inside = [g for g in between if g.oy > left.oy + 0.1 * size]  # (a baseline over its top: the line above)
     ink = [g for g in inside if not g.blank]
     atoms = [g for g in ink if g.atom]
-    if not atoms:
-        return None  # no rebuilt piece inside: `parse_delimited`'s
+    # (with no rebuilt piece inside, one right beside the pair: this pass rewrites their row, so
+    # the delimiter pass, which would read the pair, can read its row no more: lebl's
+    # `∫_a^b \\frac{d}{dt} (x_2'x_1 − x_2x_1') dt`)
+    if not atoms and not (ink and any(
+            a.atom and id(a) not in pool.gone and left.oy < a.oy < bottom
+            and (0 <= left.x0 - a.x1 < 3 * size or 0 <= a.x0 - right.x1 < 3 * size) for a in near)):
+        return None  # no rebuilt piece in it or beside it: `parse_delimited`'s
     if any(a.top < left.oy - 0.3 * size or a.y1 > bottom for a in atoms):
         return None  # the pair does not span what it would hold (glyph tops: a box reaches to the ascender)
     full = [g for g in ink if not g.atom and not is_extension(g.font)]
     em = max((g.size for g in full), default=0.0)
-    if em < 0.9 * max(a.size for a in atoms):
+    if atoms and em < 0.9 * max(a.size for a in atoms):
         em = max(a.size for a in atoms)
     bases = [g.oy for g in full if g.size >= 0.9 * em] or [a.oy for a in atoms]
+    if not bases:
+        return None
     row = max(set(round(b, 1) for b in bases), key=[round(b, 1) for b in bases].count)
     if not left.oy < row < bottom:
         return None
@@ -139,8 +182,9 @@ def _wrap(left: Glyph, delims: dict[int, tuple[str, float]], pool: GlyphPool) ->
     ordered = sorted(ink, key=lambda g: g.x0)
     if any(b.x0 - a.x1 > 1.0 * em for a, b in zip(ordered, ordered[1:], strict=False)):
         return None  # cells apart by a table's gap
-    # scripts after the closing one: small glyphs right after it, raised or lowered
-    small = sorted((g for g in near if not (g.blank or g.atom or is_extension(g.font)) and g.size < 0.9 * em
+    # scripts after the closing one: small glyphs (or a small rebuilt piece: `^{\\frac{1}{2}}`) right
+    # after it, raised or lowered
+    small = sorted((g for g in near if not (g.blank or is_extension(g.font)) and g.size < 0.9 * em
                     and right.x1 - 0.1 * em <= g.x0 <= right.x1 + 3 * em), key=lambda g: g.x0)
     exponent = _run([g for g in small if left.oy - 0.3 * size < g.oy < row - 0.2 * em], right.x1, em)
     below = _run([g for g in small if row + 0.1 * em < g.oy < bottom], right.x1, em)
