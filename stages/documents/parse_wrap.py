@@ -187,7 +187,11 @@ def _wrap(left: Glyph, delims: dict[int, tuple[str, float]], pool: GlyphPool) ->
     small = sorted((g for g in near if not (g.blank or is_extension(g.font)) and g.size < 0.9 * em
                     and right.x1 - 0.1 * em <= g.x0 <= right.x1 + 3 * em), key=lambda g: g.x0)
     exponent = _run([g for g in small if left.oy - 0.3 * size < g.oy < row - 0.2 * em], right.x1, em)
-    below = _run([g for g in small if row + 0.1 * em < g.oy < bottom], right.x1, em)
+    # (not an exponent of the row under it: a matrix's next row, its baseline just under the glyph)
+    rows_under = [h for h in near if not (h.blank or is_extension(h.font)) and (h.atom or h.size >= 0.9 * em)
+                  and h.oy > row + 0.5 * em]
+    below = _run([g for g in small if row + 0.1 * em < g.oy < bottom and not any(
+        0 < h.oy - g.oy < 1.0 * em and g.x0 - 3 * em < h.x1 and h.x0 < g.x1 + em for h in rows_under)], right.x1, em)
     body = line_text(glyph_spans(sorted(inside, key=reading_order), size=em), size=em)
     text = (f"{delims[id(left)][0]}{' '.join(body.split())}{delims[id(right)][0]}"
             + (f"_{{{_text(below)}}}" if below else "") + (f"^{{{_text(exponent)}}}" if exponent else ""))
