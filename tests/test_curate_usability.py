@@ -659,6 +659,9 @@ def test_the_next_exercise_answer_run_into_a_gold_is_a_part_mismatch(answer, num
     # ∉ read as "<": an order sign before a set
     ("Write the negation of the statement.", "There is an integer n such that n is even but n < {0, 2, 4, 6}.", True),
     ("Find all n with n < 5.", "{0, 1, 2, 3, 4}", False),
+    # a sum's lower limit left on the line after its upper one; an exponent 1/4 after a closed bracket
+    ("Résolvez le système.", "x= \\frac{1}{2\\sqrt{3}} − \\frac{2}{π^3} tsin(πt) + ∑^{∞} n=3 nimpaire \\frac{−4}{n^4} cos(nπt)", True),
+    ("Find the radius of the circle.", "2r = d (\\frac{h}{h+x}) \\frac{1}{4}", True),
     # a fraction over a lone symbol: OSTP's R_⊕^2 scrambled into "R\\frac{2}{⊕}"
     ("Express the angular momentum of the Earth.", "\\frac{2}{5}M_⊕R^2 ⊕+ mR\\frac{2}{⊕} \\frac{2π}{d+∆t}", True),
 ])

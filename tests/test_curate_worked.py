@@ -41,6 +41,16 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
     ("How many multisets of size 5 can be made using the 10 digits?",
      "Use stars and bars: each star is one of the 5 elements. So there are 5 stars and 9 bars, giving us \\binom{14}{9}",
      "\\binom{14}{9}"),  # the later value, not the "5 stars"
+    # a count of a "Find the number of ..." ask, an aside after the value, arithmetic before "="
+    ("Find the number of different 5-digit numbers such that: (c) Digits cannot be repeated and must be written in "
+     "increasing order.", "Once we pick 5 of the 7 digits, there is only one way to order them. Thus there are "
+     "\\binom{7}{5} such numbers", "\\binom{7}{5}"),
+    ("You lay out every possible row of 3 pennies and 3 nickels. How many coins will you need?",
+     "There are \\binom{6}{3} = 20 rows. Each row requires 6 coins, so we will need 120 coins (60 of each)", "120"),
+    ("If you have 7 ties and may wear up to all of them, how many choices do you have?",
+     "For each tie you choose to wear it or not, minus the empty choice. Thus total you have 7 · 31 = 217", "217"),
+    ("Find a closed formula for the sequence with recursive definition a_n = 2a_{n−1} − a_{n−2}, a_1 = 1, a_2 = 2.",
+     "Write out the first terms: 1, 2, 3, 4. So we see that a_n = n^2 is the closed formula", "n^2"),
     ("Find the dimension of the subspace W of R^4 spanned by the vectors below.",
      "Row reduction leaves two nonzero rows, so the vectors span a plane. Hence the dimension of W is 2.", "2"),
 ])

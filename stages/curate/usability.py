@@ -609,11 +609,12 @@ _STRAY_LETTER = re.compile(r"\\(?:frac|sqrt)(?:\[[^\]]*\])?\{[^{}]*\}(?:\{[^{}]*
 # ("\\frac{2}{0}" for μ_0^2), an empty accent or radical ("m\\vec{}"), a script ending in an operator
 # ("π_{M+}^m"), a unit fraction after a closed formula ("d \\frac{h}{h+x} \\frac{1}{4}": the exponent 1/4),
 # a binomial half rebuilt beside another ("(6)\\binom{8}{5}" for C(6,2) C(8,5)), a sum's limits left on
-# the line ("∑∞ n=1 nimpaire", "sin(nπt). ∞ n=1"), an order sign before a set ("n < {0, 2, 4, 6}": ∉ misread), a fraction over a lone symbol
+# the line ("∑∞ n=1 nimpaire", "sin(nπt). ∞ n=1", "∑^{∞} n=3"), an order sign before a set ("n < {0, 2, 4, 6}": ∉ misread), a fraction over a lone symbol
 # ("mR\\frac{2}{⊕}": R_⊕^2 scrambled), a vector arrow read as "®" ("= ®0"), a log of three bare letters at the
 # end ("2πl ln ρ r_2 r_1" for ρ/(2πl) ln(r_2/r_1): a fraction laid flat)
-_IMPOSSIBLE_MARKUP = re.compile(r"[<>≤≥]\s*\{[^{}]*,[^{}]*\}|\\frac\{[^{}]*\}\{\s*[^\w\s{}\\]\s*\}|∑\s*∞|(?<![\^{_])∞\s+[a-z]\s*=\s*[−-]?\d|®|\b(?:ln|log(?:_\S+)?)\s+(?:[A-Za-zα-ω](?:_\d)?\s+){2,}[A-Za-zα-ω](?:_\d)?\s*\.?$|\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
-                                r"|\}\s*\\frac\{1\}\{[2-9]\}\s*\.?\s*$")
+_IMPOSSIBLE_MARKUP = re.compile(r"[<>≤≥]\s*\{[^{}]*,[^{}]*\}|\\frac\{[^{}]*\}\{\s*[^\w\s{}\\]\s*\}|∑\s*∞|(?<![\^{_])∞\s+[a-z]\s*=\s*[−-]?\d"
+                                r"|∑\^\{?∞\}?\s+[a-z]\s*=\s*\d|®|\b(?:ln|log(?:_\S+)?)\s+(?:[A-Za-zα-ω](?:_\d)?\s+){2,}[A-Za-zα-ω](?:_\d)?\s*\.?$|\\frac\{[^{}]*\}\{\s*0\s*\}|\\(?:vec|hat|bar|sqrt)\{\s*\}|[_^]\{[^{}]*[+−\-=]\s*\}|\(\d+\)\\binom\b"
+                                r"|[})]\s*\\frac\{1\}\{[2-9]\}\s*\.?\s*$")
 
 
 def layout_damage(question: str, answer: str, verdict: bool = False) -> Finding | None:
@@ -791,7 +792,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "12"
+    version = "13"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

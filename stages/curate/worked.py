@@ -25,19 +25,21 @@ _COUNT_ASK = re.compile(r"\bhow\s+many\b|\bin\s+how\s+many\s+ways\b|\bcount\s+th
 _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determine|evaluate|give)\s+(?:the\s+|its\s+)?"
                        r"(?P<noun>dimension|determinant|rank|nullity|value|sum|product|number|order|degree|index|area|volume|length"
                        r"|probability|formula|limit|derivative|integral|trace|characteristic\s+polynomial|minimal\s+polynomial"
-                       r"|inverse|matrix|coefficient|remainder|period|maximum|minimum)\b", re.I)
+                       r"|inverse|matrix|coefficient|remainder|period|maximum|minimum|distance|angle|speed|velocity|mass|force"
+                       r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance)\b", re.I)
 _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
                          r"|representation|inverse)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
-_FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain)\s+(?:the|a)\s+formula\b|\bexpand\b", re.I)
+_FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+)?formula\b|\bexpand\b", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
 _MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
                         r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
 
 _CONCLUDES = re.compile(r"\b(?:thus|so|hence|therefore|giving|gives|get|obtain|conclude|tells\s+us|we\s+have|which\s+is|this\s+is"
                         r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|altogether|total)\b", re.I)
-_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were)|(?:she|he|we|you|they|one)\s+(?:has|have|had|can\s+do\s+(?:this|it)\s+in)"
-                             r"|(?:can|could)\s+be\s+(?:done|chosen|formed|made|arranged)\s+in|in\s+all|in\s+total)\s+(?P<v>.+?)"
-                             r"\s+(?:different\s+|distinct\s+|possible\s+)?(?:[a-z]+s|ways?)\b(?!\s*\()", re.I)
+_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were)|(?:she|he|we|you|they|one)\s+(?:will\s+|would\s+)?(?:has|have|had|need|get"
+                             r"|can\s+do\s+(?:this|it)\s+in)|(?:can|could)\s+be\s+(?:done|chosen|formed|made|arranged)\s+in|in\s+all"
+                             r"|in\s+total)\s+(?:a\s+total\s+of\s+)?(?P<v>.+?)"
+                             r"\s+(?:different\s+|distinct\s+|possible\s+|such\s+)?(?:[a-z]+s|ways?)\b(?!\s*\()", re.I)
 
 
 # the working picks one of many ("We can choose λ_3 = 0", "for example"): the value is not the answer
@@ -50,13 +52,15 @@ _GIVES = re.compile(r"\b(?:giving(?:\s+us)?|gives(?:\s+us)?|we\s+(?:get|obtain)|
 
 def _last_sentence(answer: str) -> str:
     text = re.sub(r"\s*(?:qed|∎|□)\s*$", "", answer.strip(), flags=re.I).rstrip(" .")
+    # "a_n = \\frac{(4+3n)(n+1)}{2} (we have n + 1 there because ...)": an aside after the value
+    text = re.sub(r"\s*\((?!mod\b)(?=[^()]*[A-Za-z]{2,})[^()]*\)\s*$", "", text).rstrip(" .")
     # split at sentence ends outside formulas: ". " before a capital, not after a one-letter abbreviation
-    parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\bthis)[.:]\s+|\n+|•"
+    parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\d)\.\s+(?=[A-Z])|(?<=\bthis)[.:]\s+|\n+|•"
                      r"|(?<=[⟩}\])])\s+(?=(?:The|So|Thus|Hence|Therefore|This|We|It)\b)", text)
     return parts[-1].strip() if parts else text
 
 
-def _clean_value(value: str, question: str) -> str | None:
+def _clean_value(value: str, question: str, letter: bool = False) -> str | None:
     """The value as a formula the checker reads, or None when it is prose, cut off or printed already."""
     value = value.strip().rstrip(" .,;:")
     if not value or len(value) > 200 or re.search(r"\.\s", value) or value.count("(") != value.count(")") or value.count("{") != value.count("}") or re.search(r"…|\.\s?\.\s?\.|·\s?·\s?·", value):
@@ -64,8 +68,8 @@ def _clean_value(value: str, question: str) -> str | None:
     plain = re.sub(r"\\(?:begin|end)\{\w+\}|\\[A-Za-z]+", " ", value)
     if re.search(rf"(?<![A-Za-z])(?!{_FUNCTION_WORDS}(?![A-Za-z]))[A-Za-z]{{3,}}", plain):
         return None  # prose words: not one value
-    if not re.search(r"[\dA-Za-z]", plain) or re.fullmatch(r"\s*[A-Za-z]\s*", plain):
-        return None  # nothing, or a lone letter ("the minimal polynomial is m"): a name, not its value
+    if not re.search(r"[\dA-Za-z]", plain) or not letter and re.fullmatch(r"\s*[A-Za-z]\s*", plain):
+        return None  # nothing, or a lone letter ("the minimal polynomial is m"): a name, not its value (after "a_n =" it is one)
     if len(value) >= 6 and re.sub(r"\s+", "", value) in re.sub(r"\s+", "", question):
         return None  # the stem prints the formula: a restatement, not a result
     if infer_answer_type(value) not in ("numeric", "expression", "set", "matrix", "vector", "tuple"):
@@ -86,9 +90,10 @@ def _last_side(sentence: str) -> str | None:
         return None
     if any(re.search(r"\band\b|,\s|;|\bor\b", side) for side in sides[1:-1]):
         return None  # "Thus x = 3 and y = 4": several assignments, not one chain
-    if len(sides) == 2 and not _NAME.search(sides[0]) and "\\begin{" not in sides[0]:
-        return None  # (an expansion of matrices to its value is working, "1/R = ..." is not)
-    return sides[-1]
+    if len(sides) == 2 and not _NAME.search(sides[0]) and "\\begin{" not in sides[0] \
+            and not re.search(r"\d\s*[·×*+−-]\s*\d[^A-Za-z]*$", sides[0]):
+        return None  # (an expansion of matrices or "7 · 31 = 217" to its value is working, "1/R = ..." is not)
+    return re.sub(r"\s+(?:is|are)\s+the\s+(?:closed\s+|general\s+|explicit\s+)?(?:formula|solution|answer)\s*$", "", sides[-1])
 
 
 def worked_final(question: str, answer: str) -> str | None:
@@ -99,13 +104,17 @@ def worked_final(question: str, answer: str) -> str | None:
     if _NOT_UNIQUE.search(answer):
         return None
     last = _last_sentence(answer)
-    if not last or last == answer.strip().rstrip(" ."):
+    whole = last
+    last = re.split(r"\bor\s+equivalently\b|,?\s*i\.e\.,?", last)[-1]  # "a_n − n^2 = 1 − n or equivalently a_n = n^2 − n + 1"
+    if not last or whole == answer.strip().rstrip(" ."):
         return None  # no working before it: not a worked solution
     if _MATRIX_ASK.search(question):
         m = re.search(r"(?:\bthis(?:\s+matrix)?\s*[.:]?\s*(?:Rep_\{[^{}]*\}\([^()]*\)\s*=?|[A-Z]\s*=)?|=)\s*(\\begin\{pmatrix\}(?:(?!\\begin).)*?\\end\{pmatrix\})\s*\.?\s*$", answer.strip(), re.S)
         if m and answer.strip().count("\\begin{pmatrix}") >= 1:
             return _clean_value(m.group(1), question)
-    if _COUNT_ASK.search(question) and (m := _COUNT_SENTENCE.search(last)) is not None \
+    noun = _NOUN_ASK.search(question)
+    counts = _COUNT_ASK.search(question) or noun is not None and noun.group("noun").lower() == "number"  # "Find the number of ..."
+    if counts and (m := _COUNT_SENTENCE.search(last)) is not None \
             and not re.search(r"\d|\\binom", last[m.end():]):  # "there are 5 stars and 9 bars, giving us \binom{14}{9}": the later one
         value = m.group("v")
         value = value.rsplit("=", 1)[1] if "=" in value else value
@@ -113,21 +122,21 @@ def worked_final(question: str, answer: str) -> str | None:
         if re.search(r"\d|\\binom|[A-Z]\(\d", value):
             return _clean_value(value, question)
         return None
-    noun = _NOUN_ASK.search(question)
     if noun is not None:
         word = noun.group("noun").split()[-1]
         m = re.search(rf"\b(?:has|of|is|equals?)\s+(?:the\s+)?{word}\s+(?P<v>\S+)\s*$"  # "has dimension zero"
                       rf"|\b{word}(?:\s+of\s+[^=.]{{1,40}}?)?\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)  # "the dimension of W is 2"
         if m is not None:
             value = (m.group("v") or m.group("w")).strip(" .")
+            value = value.split("≈")[0] if "≈" in value and value.split("≈")[0].strip() else value  # the exact form
             value = _NUMBER_WORDS.get(value.lower(), value)
             if re.search(r"\d", value) or word not in ("value", "number"):
                 return _clean_value(value, question)
-    if (noun is not None or _FORMULA_ASK.search(question) or _COUNT_ASK.search(question)) and _CONCLUDES.search(last) \
+    if (noun is not None or _FORMULA_ASK.search(question) or counts) and _CONCLUDES.search(last) \
             or _FORMULA_ASK.search(question) and answer.count("=") >= 1:
-        side = _last_side(last)
+        side, m = _last_side(last), None
         if side is None and (m := _GIVES.search(last)) is not None:
             side = m.group("v")
         if side is not None:
-            return _clean_value(side, question)
+            return _clean_value(side, question, letter=m is None)
     return None
