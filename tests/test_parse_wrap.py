@@ -14,7 +14,7 @@ from test_pdf_notation import parse_lines
 from test_pdf_notation_inline import NamelessWriter
 
 BIGG = {18: ("parenleftbigg", 600, 40, 2360), 19: ("parenrightbigg", 600, 40, 2360),
-        90: ("integraldisplay", 560, 0, 2220)}
+        90: ("integraldisplay", 560, 0, 2220), 26: ("braceleftbigg", 670, 40, 2360)}
 
 
 class OrderedWriter(NamelessWriter):
@@ -171,3 +171,23 @@ def test_a_pair_right_after_a_rebuilt_fraction_keeps_its_place(tmp_path):
     w.text(x, y, " = f.")
     lines = parse_lines(w.save(tmp_path / "beside.pdf"))
     assert "then \\frac{d}{dx} (r y) = f." in lines, lines
+
+
+def test_a_left_brace_alone_before_flush_left_rows_is_cases(tmp_path):
+    # judson's "δ_{ij} = { 1 i = j / 0 i ≠ j" read as "(" and one line per row: a brace with no
+    # right one, rows flush left after it, conditions in one column a quad or more off
+    w = OrderedWriter()
+    y = 200
+    x = w.text(72, y, "let f = ")
+    x = w.bigg(x + 2, y, 26) + 0.5
+    for k, (value, condition) in enumerate((("1", "if x > 0,"), ("−1", "otherwise."))):
+        at = y - AXIS * S - 0.6 * S + 0.35 * S + k * 1.2 * S
+        w.text(x, at, value)
+        w.text(x + 3 * S, at, condition)
+    # prose crossed by a brace of a construct under it is no case split
+    w.text(72, 320, "and so the words go on here past it")
+    w.bigg(100, 318, 26)
+    w.text(120, 338, "x = 3")
+    lines = parse_lines(w.save(tmp_path / "cases.pdf"))
+    assert "let f = \\begin{cases} 1 & if x > 0, \\\\ −1 & otherwise. \\end{cases}" in lines, lines
+    assert "and so the words go on here past it" in lines, lines

@@ -74,7 +74,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                     seeds += [Rule(x0 - wide, x1 + wide, y) for y in (y0, (y0 + y1) / 2, y1)]
                 elif any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
                          or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
-                    seeds.append(Rule(x0, x1, (y0 + y1) / 2))
+                    # (a left brace's cases run on to its right: their conditions a quad or more off)
+                    brace = any(DELIMITERS.get(s["font"], {}).get(c["c"]) == "{" for c in s["chars"])
+                    seeds.append(Rule(x0, x1 + (12 * s["size"] if brace else 0), (y0 + y1) / 2))
     if not seeds:
         return 0
     lines, chars = page_glyphs(blocks, raw, glyphs, seeds)
@@ -145,6 +147,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             pieces = _pair(left, near, depths[id(left)]) or list(filter(None, [_column(left, near, depths[id(left)], pitches, unread, boxes)]))
             for piece in pieces or filter(None, [_around_rebuilt(left, near, lines, blocks)]):
                 place(piece)
+    for left in lefts:  # a left brace alone: `cases`
+        if left.text == "{" and id(left) not in pool.gone:
+            place(_cases(left, pool.near(left.oy, reach(left)), depths[id(left)], unread))
     for atom in sorted(pool.atoms, key=lambda a: a.x0):
         if id(atom) not in pool.gone:
             touched |= pool.absorb(atom, sources[id(atom)], boxes)
@@ -400,6 +405,75 @@ def _around_rebuilt(left: Glyph, near: list[Glyph], lines: list[dict], blocks: l
     piece = _piece(text, members, left.line, row, em, left.x0, max(g.x1 for g in members))
     line["text"] = ""
     return piece, [g for g in members if g.line >= 0 and g in near]
+
+
+def _cases(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[float, float]]) -> tuple[Glyph, list[Glyph]] | None:
+    """A left brace with no right one, before 2+ rows stacked within its reach that start at one x
+    right after it (TeX sets `cases` rows flush left, a quad between a value and its condition) and
+    nothing else on their baselines: one `\\begin{cases}` piece, cells apart by a wide gap, in the
+    line of the glyph before it."""
+    size = left.size
+    if _partner(left, near) is not None:
+        return None  # a pair (set-builder braces): not a case split
+    top, bottom = left.oy, left.oy + (depth + 0.1) * size
+    if any(x > left.x1 and top < y < bottom for x, y in unread):
+        return None  # a line another pass rewrote inside: part of it would be missing
+    right_of = [g for g in near if g.x0 >= left.x1 - 0.1 * size and top < g.oy < bottom and not is_extension(g.font)]
+    ink = [g for g in right_of if not g.blank]
+    if len(ink) < 2:
+        return None
+    em = max(g.size for g in ink if not g.atom) if any(not g.atom for g in ink) else size
+    # (a comma or period after the whole construct, on its axis, is no row of it)
+    rows = [sorted(r, key=reading_order) for r in _rows(ink, em) if not all(g.text in ",.;" for g in r)]
+    if len(rows) < 2 or not all(rows):
+        return None
+    # each row: a value, then (a quad or more off) its condition; a row ends at a gap wider than
+    # any between them (prose beyond it is no part of it)
+    table = []
+    for row in rows:
+        cells: list[list[Glyph]] = [[row[0]]]
+        for a, b in zip(row, row[1:], strict=False):
+            if b.x0 - a.x1 > 8.0 * em:
+                break
+            if b.x0 - a.x1 > 0.8 * em:
+                cells.append([])
+            cells[-1].append(b)
+        table.append(cells)
+    if any(len(cells) > 2 for cells in table):
+        return None  # more than a value and its condition: a table
+    starts = [cells[0][0].x0 for cells in table]
+    if max(starts) - min(starts) > 0.3 * em or min(starts) - left.x1 > 1.5 * em:
+        return None  # not flush left right after the brace
+    conditions = [cells[1][0].x0 for cells in table if len(cells) == 2]
+    if conditions and max(conditions) - min(conditions) > 0.5 * em:
+        return None  # the conditions not in one column
+    bases = [max(g.oy for c in cells for g in c if g.atom or g.size >= 0.9 * em) for cells in table]
+    if any(not 0.8 * em < b - a < 2.5 * em for a, b in zip(bases, bases[1:], strict=False)):
+        return None
+    # the brace is centred on its rows: they lie around its middle (not all above or under it)
+    middle = left.oy + depth * size / 2
+    if not bases[0] - 0.3 * em < middle + 0.3 * em and middle - 0.3 * em < bases[-1] + 0.3 * em:
+        return None
+    if any(g.x1 > left.x0 - 0.1 * em and g.x0 < left.x0 and not g.blank and not is_extension(g.font)
+           and any(abs(g.oy - b) < 0.15 * em for b in bases) for g in near):
+        return None  # a row's word touching or crossing it: a line passing through, not its rows
+    cells_text, kept = [], []
+    for cells, base in zip(table, bases, strict=True):
+        for cell in cells:  # the spaces between a cell's glyphs are its own
+            a, b = cell[0].x0, cell[-1].x1
+            cell += [g for g in right_of if g.blank and a < g.mid < b and abs(g.oy - base) < 0.15 * em]
+        cells_text.append(" & ".join(_text(cell) for cell in cells))
+        kept.append([g for cell in cells for g in cell])
+    members = [left, *(g for run in kept for g in run)]
+    taken = {id(g) for g in members}
+    # (on the brace's axis, between its rows: not a row of a system beside it)
+    host = _host([g for g in near if g.x1 <= left.x0 + 0.2 * size], taken, left, left.x1, bases[0] + 0.2 * em, bases[-1] - 0.2 * em)
+    line = host.line if host is not None else kept[0][0].line
+    oy = host.oy if host is not None else (bases[0] + bases[-1]) / 2
+    body = " \\\\ ".join(cells_text)
+    piece = _piece(f"\\begin{{cases}} {body} \\end{{cases}}", members, line, oy, host.size if host is not None else em,
+                   left.x0, max(g.x1 for g in members))
+    return piece, members
 
 
 def _rows(glyphs: list[Glyph], em: float) -> list[list[Glyph]]:

@@ -136,7 +136,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "6"
+    version = "7"
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage
