@@ -57,7 +57,8 @@ _EXTERNAL = re.compile(
     r"|\bin\s+part\s+\(?[a-h]\)?|\bfrom\s+part\s+\(?[a-h]\)?"
     # numbered items named together ("Examples 14.1–14.5 in the first section each describe ..."):
     # a range or list of them is the text's, whatever verb leads in
-    rf"|\b{_EXT_NOUN}s\s+\d+(?:\.\d+)*[a-z]?\s*(?:[–—-]|,|\band\b|\bto\b|\bthrough\b)\s*\d+(?:\.\d+)*[a-z]?\b",
+    # (not the group instruction the item shares: "In Exercises 1-2, find ...")
+    rf"|(?<![Ii]n\s)\b{_EXT_NOUN}s\s+\d+(?:\.\d+)*[a-z]?\s*(?:[–—-]|,|\band\b|\bto\b|\bthrough\b)\s*\d+(?:\.\d+)*[a-z]?\b",
     re.I,
 )
 
@@ -195,7 +196,7 @@ Reply with JSON: {{"question": "...", "depends_on_figure": true/false, "depends_
 
 class CleanupStage(CurateStage):
     name = "cleanup"
-    version = "6"
+    version = "7"
     Config = CleanupConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
