@@ -58,7 +58,7 @@ _EXTERNAL = re.compile(
     # numbered items named together ("Examples 14.1–14.5 in the first section each describe ..."):
     # a range or list of them is the text's, whatever verb leads in
     # (not the group instruction the item shares: "In Exercises 1-2, find ...")
-    rf"|(?<![Ii]n\s)\b{_EXT_NOUN}s\s+\d+(?:\.\d+)*[a-z]?\s*(?:[–—-]|,|\band\b|\bto\b|\bthrough\b)\s*\d+(?:\.\d+)*[a-z]?\b",
+    rf"|(?<!in\s)\b{_EXT_NOUN}s\s+\d+(?:\.\d+)*[a-z]?\s*(?:[–—-]|,|\band\b|\bto\b|\bthrough\b)\s*\d+(?:\.\d+)*[a-z]?\b",
     re.I,
 )
 
