@@ -452,7 +452,7 @@ def _cases(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
         return None
     # the brace is centred on its rows: they lie around its middle (not all above or under it)
     middle = left.oy + depth * size / 2
-    if not bases[0] - 0.3 * em < middle + 0.3 * em and middle - 0.3 * em < bases[-1] + 0.3 * em:
+    if not (bases[0] - 0.3 * em < middle + 0.3 * em and middle - 0.3 * em < bases[-1] + 0.3 * em):
         return None
     if any(g.x1 > left.x0 - 0.1 * em and g.x0 < left.x0 and not g.blank and not is_extension(g.font)
            and any(abs(g.oy - b) < 0.15 * em for b in bases) for g in near):

@@ -136,7 +136,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "7"
+    version = "8"
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage
