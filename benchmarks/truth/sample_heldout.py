@@ -61,8 +61,17 @@ def answered_items(run: Path) -> list[dict]:
         for label, question, part_answer in parts:
             number = f"{source.get('number')}({label})" if source.get("number") else None
             out.append({"question": question, "answer": part_answer, "source": {**source, "number": number},
-                        "part": question.rsplit(f"\n({label}) ", 1)[1], "answer_page": answer_page})
+                        "part": part_text(question, label), "answer_page": answer_page})
     return out
+
+
+def part_text(question: str, label: str) -> str:
+    """The part's own text in a split question, which split_parts writes as 'stem\n(a) text' or,
+    for a book that labels its parts 'a)' (lebl), 'stem\na) text'."""
+    for marker in (f"\n({label}) ", f"\n{label}) "):
+        if marker in question:
+            return question.rsplit(marker, 1)[1]
+    raise ValueError(f"part ({label}) has no label line in {question[:80]!r}")
 
 
 def load_excluded(dirs: list[Path]) -> list[dict]:
