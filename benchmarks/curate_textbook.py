@@ -1,6 +1,7 @@
 """Are curated textbook items worth training on? Measured on hand labels of real-book items.
 
     python benchmarks/curate_textbook.py [--runs runs/curate16-] [--split dev|heldout|all] [--labels DIR] [--json OUT]
+        [--compare BASE_RUNS_PREFIX]
 
 Labels (tests/data/textbook_item_labels/<book>.jsonl) were written by hand from a random sample of
 the UNCURATED `textbook-pdf` output (answered items, split into parts as curation splits them), so
@@ -163,21 +164,54 @@ def summarize(rows: list[tuple[dict, dict]]) -> dict:
     return report
 
 
-def evaluate(runs_prefix: str, split: str, books: list[str] | None = None, labels: Path = LABELS) -> dict:
-    per_book = _by_book(load_labels(split, labels))
-    report, pooled = {}, []
-    for book, labs in sorted(per_book.items()):
+def outcomes(runs_prefix: str, split: str, books: list[str] | None = None,
+             labels: Path = LABELS) -> dict[str, list[tuple[dict, dict]] | str]:
+    """book -> [(label, outcome)] in the curated runs `<runs_prefix>cur-<file>`, or an error string."""
+    out: dict[str, list[tuple[dict, dict]] | str] = {}
+    for book, labs in sorted(_by_book(load_labels(split, labels)).items()):
         if books and book not in books:
             continue
         run = Path(f"{runs_prefix}cur-{BOOK_FILES[book]}")
         if not (run / "data").exists():
-            report[book] = {"error": f"no curated run at {run}"}
+            out[book] = f"no curated run at {run}"
             continue
         kept, dropped = read_run(run)
-        rows = [(lab, outcome(lab, kept, dropped)) for lab in labs]
+        out[book] = [(lab, outcome(lab, kept, dropped)) for lab in labs]
+    return out
+
+
+def evaluate(runs_prefix: str, split: str, books: list[str] | None = None, labels: Path = LABELS) -> dict:
+    report, pooled = {}, []
+    for book, rows in outcomes(runs_prefix, split, books, labels).items():
+        if isinstance(rows, str):
+            report[book] = {"error": rows}
+            continue
         pooled += rows
         report[book] = summarize(rows)
     report["ALL"] = summarize(pooled)
+    return report
+
+
+def _state(out: dict) -> str:
+    return out["status"] + (f" {out['reason']}" if out["status"] == "dropped" else "")
+
+
+def compare(base_prefix: str, new_prefix: str, split: str, books: list[str] | None = None,
+            labels: Path = LABELS) -> dict:
+    """Which labeled items changed outcome between two sets of runs (base -> new), by the
+    label's verdict: e.g. {"good": {"dropped usability.x -> kept": 2}}. Item text is not shown,
+    so a blind set can be compared without being read."""
+    base, new = outcomes(base_prefix, split, books, labels), outcomes(new_prefix, split, books, labels)
+    report: dict = {}
+    for book in sorted(set(base) | set(new)):
+        if isinstance(base.get(book), str) or isinstance(new.get(book), str) or book not in base or book not in new:
+            report[book] = {"error": base.get(book) if isinstance(base.get(book), str) else new.get(book, "missing")}
+            continue
+        changes: dict[str, Counter] = defaultdict(Counter)
+        for (lab, a), (_, b) in zip(base[book], new[book]):
+            if _state(a) != _state(b):
+                changes[lab["verdict"]][f"{_state(a)} -> {_state(b)}"] += 1
+        report[book] = {verdict: dict(c) for verdict, c in sorted(changes.items())} or "no change"
     return report
 
 
@@ -248,8 +282,11 @@ def main() -> int:
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--taxonomy", action="store_true", help="also: the taxonomy stage on every labeled item, prior off and on")
+    ap.add_argument("--compare", metavar="BASE_RUNS", help="also: which labeled items changed outcome from the runs <BASE_RUNS>cur-* to --runs (counts by verdict, no item text)")
     args = ap.parse_args()
     report = evaluate(args.runs, args.split, args.book, args.labels)
+    if args.compare:
+        report["changed outcomes (--compare -> --runs)"] = compare(args.compare, args.runs, args.split, args.book, args.labels)
     if args.taxonomy:
         report["taxonomy (no document prior)"] = taxonomy_accuracy(args.runs, args.split, 0.0, args.book, args.labels)
         report["taxonomy (document prior)"] = taxonomy_accuracy(args.runs, args.split, 1.0, args.book, args.labels)
