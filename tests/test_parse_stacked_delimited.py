@@ -18,6 +18,7 @@ from fontTools.pens.t2CharStringPen import T2CharStringPen
 from test_pdf_notation import parse_lines
 
 from rlclimb.stages.documents.parse_extension import extension_tables, glyph_symbol
+from rlclimb.stages.documents.parse_glyph_pool import ExtensionFonts
 
 S = 11.0  # text size
 FONT = pymupdf.Font("helv")
@@ -130,7 +131,8 @@ def test_extension_glyph_names_say_what_a_glyph_is(tmp_path):
     assert glyph_symbol("parenlefttp") == "" and glyph_symbol("braceex") == ""  # pieces of a taller one
     w = Writer()
     w.ext(72, 100, 88)
-    table = extension_tables(pymupdf.open(w.save(tmp_path / "names.pdf")))
+    fonts = ExtensionFonts()
+    table = extension_tables(pymupdf.open(w.save(tmp_path / "names.pdf")), fonts)
     assert table == {"CMEX10": {"\x00": "(", "\x01": ")", " ": "(", "!": ")", "X": "∑", "Z": "∫"}}
 
 

@@ -17,7 +17,7 @@ from test_parse_stacked_delimited import AXIS, S, Writer
 from test_pdf_notation import parse_lines
 
 from rlclimb.stages.documents.parse_extension import extension_tables, glyph_symbol
-from rlclimb.stages.documents.parse_glyph_pool import EXTENSION_FONTS, is_extension
+from rlclimb.stages.documents.parse_glyph_pool import ExtensionFonts, is_extension, reading
 
 NAME = "QXMATHB"
 # code -> (glyph name, advance, height over the origin, depth under it), 1/1000 em (cmex's metrics);
@@ -148,8 +148,12 @@ def test_an_extension_font_is_known_by_its_glyph_names_not_its_name(tmp_path):
     doc = pymupdf.open(w.save(tmp_path / "names.pdf"))
     assert not is_extension(NAME + "-other")  # the name alone says nothing
     assert glyph_symbol("summationdisplay.1") == "∑"  # txexs's variant names
-    table = extension_tables(doc)
-    assert NAME in EXTENSION_FONTS and is_extension(NAME)
+    fonts = ExtensionFonts()
+    table = extension_tables(doc, fonts)
+    assert NAME in fonts.named and not is_extension(NAME)  # known to this document's reading only
+    with reading(fonts):
+        assert is_extension(NAME)
+    assert not is_extension(NAME)
     assert table[NAME] == {"\x00": "(", "\x01": ")", "h": "[", "i": "]", "\x14": "[", "\x15": "]",
                            "\x10": "(", "\x11": ")"}
 

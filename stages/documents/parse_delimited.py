@@ -30,11 +30,12 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECE_CODES, PIECES
+from .parse_extension import OPERATORS, PIECES
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
     Rule,
+    document_fonts,
     glyph_spans,
     is_extension,
     page_glyphs,
@@ -55,7 +56,8 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     operators with limits rebuilt, the other whole glyphs (big delimiters) as their symbols.
     Returns how many pieces were rebuilt. `textpage`: a MuPDF text page or a
     `parse_math.PageExtraction` of it."""
-    ext = {font for font in (*(glyphs or ()), *DELIMITERS) if is_extension(font)}
+    fonts = document_fonts()
+    ext = {font for font in (*(glyphs or ()), *fonts.delimiters) if is_extension(font)}
     if not ext or not ext & {f[3].split("+", 1)[-1] for f in page.get_fonts()}:
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
@@ -66,16 +68,16 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
                 if s["font"] not in ext:
                     continue
                 x0, y0, x1, y1 = s["bbox"]
-                codes = PIECE_CODES.get(s["font"], ())
+                codes = fonts.piece_codes.get(s["font"], ())
                 if any(c["c"] in PIECES or c["c"] in codes for c in s["chars"]):
                     # a piece: the matrix it bounds may be wider than the reach of its glyphs
                     # (its partner's seeds reach the other half), and its scripts sit at its ends
                     wide = 12 * s["size"]
                     seeds += [Rule(x0 - wide, x1 + wide, y) for y in (y0, (y0 + y1) / 2, y1)]
-                elif any(c["c"] in OPERATORS or c["c"] in DELIMITERS.get(s["font"], ())
+                elif any(c["c"] in OPERATORS or c["c"] in fonts.delimiters.get(s["font"], ())
                          or c["c"] in (glyphs or {}).get(s["font"], ()) for c in s["chars"]):
                     # (a left brace's cases run on to its right: their conditions a quad or more off)
-                    brace = any(DELIMITERS.get(s["font"], {}).get(c["c"]) == "{" for c in s["chars"])
+                    brace = any(fonts.delimiters.get(s["font"], {}).get(c["c"]) == "{" for c in s["chars"])
                     seeds.append(Rule(x0, x1 + (12 * s["size"] if brace else 0), (y0 + y1) / 2))
     if not seeds:
         return 0
@@ -110,7 +112,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             continue
         place(found)
     lefts = sorted((g for g in raw_text if g.text in _PAIRS), key=lambda g: g.x0)
-    depths = {id(g): DEPTHS.get(g.font, {}).get(raw, 3.1) for g, (raw, _) in raw_text.items()}
+    depths = {id(g): fonts.depths.get(g.font, {}).get(raw, 3.1) for g, (raw, _) in raw_text.items()}
     depths.update({id(g): depth for g, _, _, depth in tall})
 
     def reach(left: Glyph) -> float:  # how far under its origin a delimiter's rows may lie
@@ -168,8 +170,9 @@ def _delimiters(chars: list[Glyph], ext: set[str]) -> dict[Glyph, tuple[str, int
     their text-layer text and line. Code 32 (`parenleftBigg`) reads as a space, as the spaces MuPDF adds
     at gaps read (in a neighbour's font): those are flagged synthetic."""
     raw: dict[Glyph, tuple[str, int]] = {}
+    delimiters = document_fonts().delimiters
     for g in chars:
-        symbol = DELIMITERS.get(g.font, {}).get(g.text) if g.font in ext and not g.synthetic else None
+        symbol = delimiters.get(g.font, {}).get(g.text) if g.font in ext and not g.synthetic else None
         if symbol is None:
             continue
         raw[g] = (g.text, g.line)
@@ -376,7 +379,7 @@ def _around_rebuilt(left: Glyph, near: list[Glyph], lines: list[dict], blocks: l
            and left.x1 - 0.3 * size <= g.x0 and g.x1 <= end for g in near):
         return None  # glyphs read inside: `_pair`'s, a matrix's, or another pair left as it is
     # delimiters of the font the other pass took in read as their raw codes (control characters)
-    codes = {c: t for c, t in DELIMITERS.get(left.font, {}).items() if unicodedata.category(c) == "Cc"}
+    codes = {c: t for c, t in document_fonts().delimiters.get(left.font, {}).items() if unicodedata.category(c) == "Cc"}
     inner = "".join(codes.get(c, c) for c in line["text"])
     close = _PAIRS[left.text]
     if right is None:

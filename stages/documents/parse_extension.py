@@ -22,7 +22,7 @@ import io
 import re
 from typing import Any
 
-from .parse_glyph_pool import EXTENSION_FONTS, is_extension
+from .parse_glyph_pool import ExtensionFonts
 from .parse_glyphs import _builtin, _differences
 
 _DELIMITERS = {"parenleft": "(", "parenright": ")", "bracketleft": "[", "bracketright": "]",
@@ -40,15 +40,12 @@ _PIECE = re.compile(r"^(?:paren|bracket|brace|radical|arrow)\w*(?:tp|bt|ex|mid|v
 EXTENSION_NAMES = 3  # glyphs so named that make a font a math extension font: no text font has one
 OPERATORS = frozenset(_OPERATORS.values())
 _SYMBOLS = frozenset(_DELIMITERS.values())
-# font -> {char: delimiter}: kept out of the glyph maps. Alone a big delimiter's text would
-# break the rows of a matrix (`parse_matrix` reads them without brackets) and MuPDF's own spaces
-# take the font of a glyph next to them (code 32 is `parenleftBigg`); `parse_delimited` reads
-# them where they hold a binomial
-DELIMITERS: dict[str, dict[str, str]] = {}
-# font -> {char: how far a whole delimiter reaches under its origin, in units of its size}: TeX's
-# size classes (cmex's \big 1.2, \Big 1.8, \bigg 2.4, \Bigg 3.0; its clones keep them), so the
-# rows a pair holds are told from the next line's
-DEPTHS: dict[str, dict[str, float]] = {}
+# (a document's whole delimiters go to its `ExtensionFonts.delimiters`, out of the glyph maps:
+# alone a big delimiter's text would break the rows of a matrix (`parse_matrix` reads them without
+# brackets) and MuPDF's own spaces take the font of a glyph next to them (code 32 is
+# `parenleftBigg`); `parse_delimited` reads them where they hold a binomial. Their `depths` are
+# TeX's size classes (cmex's \big 1.2, \Big 1.8, \bigg 2.4, \Bigg 3.0; its clones keep them), so
+# the rows a pair holds are told from the next line's)
 _CLASS = {"big": 1.2, "Big": 1.8, "bigg": 2.4, "Bigg": 3.0}
 
 
@@ -66,9 +63,8 @@ PIECES: dict[str, tuple[str, str]] = {
     "\uf8fc": ("}", "tp"), "\uf8fd": ("}", "mid"), "\uf8fe": ("}", "bt"),
     "\uf8f4": ("{}", "ex"),  # one extension piece serves both braces
 }
-# font -> {text-layer char: (delimiter, part)} for pieces whose names MuPDF does not know, so
-# their raw codes are in the text (txexs's `parenlefttpA`: "©")
-PIECE_CODES: dict[str, dict[str, tuple[str, str]]] = {}
+# (pieces whose names MuPDF does not know keep their raw codes in the text (txexs's
+# `parenlefttpA`: "©"): a document's `ExtensionFonts.piece_codes`)
 _PIECE_NAME = re.compile(r"^(paren|bracket|brace)(left|right)?(tp|ex|bt|mid)[A-Z]?$")
 _PIECE_SYMBOL = {("paren", "left"): "(", ("paren", "right"): ")", ("bracket", "left"): "[",
                  ("bracket", "right"): "]", ("brace", "left"): "{", ("brace", "right"): "}", ("brace", None): "{}"}
@@ -117,11 +113,12 @@ def _cff_names(doc: Any, xref: int) -> dict[int, str]:
     return {code: name for code, name in enumerate(encoding) if name != ".notdef"} if isinstance(encoding, list) else {}
 
 
-def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
+def extension_tables(doc: Any, fonts: ExtensionFonts) -> dict[str, dict[str, str]]:
     """font name (no subset prefix) -> {text-layer char: text} for the whole glyphs of the
     document's math extension fonts (read once per document, like `parse_glyphs.font_tables`).
     A font is one by its glyph names (sized delimiters, display operators, delimiter pieces),
-    whatever it is called (lebl's `txexs` fits no name pattern): it joins `EXTENSION_FONTS`."""
+    whatever it is called (lebl's `txexs` fits no name pattern): it joins `fonts.named`, and
+    its delimiters' depths and its pieces' codes go to `fonts` (the document's own)."""
     seen: set[int] = set()
     out: dict[str, dict[str, str]] = {}
     for pno in range(doc.page_count):
@@ -133,27 +130,29 @@ def extension_tables(doc: Any) -> dict[str, dict[str, str]]:
             if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
                 continue
             names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
-            if not is_extension(name):
+            if not fonts.knows(name):
                 if sum(1 for g in names.values() if glyph_symbol(g) or _PIECE.match(g)) < EXTENSION_NAMES:
                     continue
-                EXTENSION_FONTS.add(name)
+                fonts.named.add(name)
             table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
             depths = {chr(code): depth for code, glyph in names.items() if (depth := glyph_depth(glyph))}
             if depths:
-                DEPTHS.setdefault(name, {}).update(depths)
+                fonts.depths.setdefault(name, {}).update(depths)
             pieces = {chr(code): part for code, glyph in names.items() if (part := piece_part(glyph))}
             if pieces:  # (those whose names MuPDF maps read as `PIECES` instead: both are asked)
-                PIECE_CODES.setdefault(name, {}).update(pieces)
+                fonts.piece_codes.setdefault(name, {}).update(pieces)
             if table:
                 out.setdefault(name, {}).update(table)
     return out
 
 
-def with_extension(table: dict[str, dict[str, str]], doc: Any) -> dict[str, dict[str, str]]:
+def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str, dict[str, str]], ExtensionFonts]:
     """`table` (glyph-name substitutions per font) with the extension fonts' operators and
-    radical signs added (their delimiters go to `DELIMITERS`)."""
+    radical signs added, and the document's `ExtensionFonts` (its delimiters go there). The
+    glyph passes read the latter inside `parse_glyph_pool.reading`."""
     out = {font: dict(t) for font, t in table.items()}
-    for font, ext in extension_tables(doc).items():
-        DELIMITERS[font] = {c: t for c, t in ext.items() if t in _SYMBOLS}
+    fonts = ExtensionFonts()
+    for font, ext in extension_tables(doc, fonts).items():
+        fonts.delimiters[font] = {c: t for c, t in ext.items() if t in _SYMBOLS}
         out.setdefault(font, {}).update({c: t for c, t in ext.items() if t not in _SYMBOLS})
-    return out
+    return out, fonts

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import attrgetter, itemgetter
@@ -21,14 +23,50 @@ from .parse_math import GlyphMap, line_text
 _EXTENSION_FONT = re.compile(r"(?:^|\+)(?:cm|lm|tx|px|ntx|npx|eu)?ex(?:\d+|[-_][\w-]*)?$|extension", re.I)
 
 
-# fonts whose glyph names say they are math extension fonts, whatever they are called
-# (`parse_extension.extension_tables`, filled per document before its pages are read)
-EXTENSION_FONTS: set[str] = set()
+@dataclass(slots=True)
+class ExtensionFonts:
+    """One document's math extension fonts, by font name (subset prefix dropped), as its font
+    programs' glyph names say (`parse_extension.extension_tables`). Per document, never shared:
+    two books may embed same-named subsets of one font with different codes, so what a worker
+    read from one must not change how it reads the next."""
+
+    named: set[str] = field(default_factory=set)  # extension fonts by their glyph names, whatever they are called
+    # font -> {char: delimiter}: kept out of the glyph maps (`parse_extension.with_extension`)
+    delimiters: dict[str, dict[str, str]] = field(default_factory=dict)
+    # font -> {char: how far a whole delimiter reaches under its origin, in units of its size}
+    depths: dict[str, dict[str, float]] = field(default_factory=dict)
+    # font -> {text-layer char: (delimiter, part)} for pieces whose names MuPDF does not know
+    piece_codes: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+
+    def knows(self, font: str) -> bool:
+        return font in self.named or _extension_name(font)
+
+
+# the document whose page is being read (`reading`, set by the parse stage around a page's
+# passes); outside one, no font is known by its glyph names
+_READING: ContextVar[ExtensionFonts | None] = ContextVar("extension_fonts", default=None)
+_NONE = ExtensionFonts()  # (never filled)
+
+
+def document_fonts() -> ExtensionFonts:
+    """The extension fonts of the document being read (empty outside `reading`)."""
+    return _READING.get() or _NONE
+
+
+@contextmanager
+def reading(fonts: ExtensionFonts) -> Iterator[ExtensionFonts]:
+    """Read a page of the document whose extension fonts are `fonts` (reset on the way out)."""
+    token = _READING.set(fonts)
+    try:
+        yield fonts
+    finally:
+        _READING.reset(token)
 
 
 def is_extension(font: str) -> bool:
-    """A math extension font, by its glyph names or its name (asked per glyph, many times)."""
-    return font in EXTENSION_FONTS or _extension_name(font)
+    """A math extension font, by its glyph names (the document being read) or its name (asked
+    per glyph, many times)."""
+    return font in (_READING.get() or _NONE).named or _extension_name(font)
 
 
 @lru_cache(maxsize=1024)

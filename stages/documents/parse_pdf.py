@@ -30,6 +30,7 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 from .parse_accents import attach_marks, rebuild_accents
 from .parse_delimited import rebuild_delimited
 from .parse_extension import with_extension
+from .parse_glyph_pool import ExtensionFonts, reading
 from .parse_glyphs import font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_math import PageExtraction, glyph_pattern, rebuild_lines, wants_spans
@@ -41,7 +42,8 @@ from .parse_stacked import rebuild_stacked
 
 _OPEN_DOCS: OrderedDict[str, Any] = OrderedDict()  # per process: path -> pymupdf.Document
 _REPAIRS: dict[tuple[str, str], Repairs] = {}  # per process: (path, languages) -> learned substitutions
-_GLYPHS: dict[str, tuple[dict, re.Pattern]] = {}  # per process: path -> (font -> {char: text}, trigger)
+# per process: path -> (font -> {char: text}, trigger, the document's own extension fonts)
+_GLYPHS: dict[str, tuple[dict, re.Pattern, ExtensionFonts]] = {}
 _MAX_OPEN = 2
 
 
@@ -172,15 +174,16 @@ class ParsePdf(Stage):
             rect = page.rect  # (each `page.rect` is a call into MuPDF)
             textpage = page.get_textpage(flags=text_flags())
             blocks = stext_blocks(textpage)
-            glyphs, pattern = self._glyphs(path)
+            glyphs, pattern, fonts = self._glyphs(path)
             extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
-            rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
-            rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
-            rebuild_accents(extraction, blocks, glyphs)  # \vec{p}, \hat{x}: pages whose lines hold an accent
-            if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
-                rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
-            attach_marks(blocks)  # accent marks the glyph pass could not place (they end the line before)
-            lines, raw = page_lines(blocks, rect.width)
+            with reading(fonts):  # this document's extension fonts, whatever documents came before
+                rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
+                rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
+                rebuild_accents(extraction, blocks, glyphs)  # \vec{p}, \hat{x}: pages whose lines hold an accent
+                if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
+                    rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
+                attach_marks(blocks)  # accent marks the glyph pass could not place (they end the line before)
+                lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails
             bad = suspect_chars(raw, main := main_script(raw)) if has_candidates(raw) else None
@@ -243,15 +246,17 @@ class ParsePdf(Stage):
             out["text_path"], out["path_reason"] = "text", f"{reason}; OCR scored no better ({ocr_quality.score:.2f})"
         return out
 
-    def _glyphs(self, path: str) -> tuple[dict[str, dict[str, str]], re.Pattern]:
-        """The document's glyph-name tables (`parse_glyphs`) and what triggers them, read once per process."""
+    def _glyphs(self, path: str) -> tuple[dict[str, dict[str, str]], re.Pattern, ExtensionFonts]:
+        """The document's glyph-name tables (`parse_glyphs`), what triggers them and its math
+        extension fonts (`parse_extension`), read once per process."""
         got = _GLYPHS.get(path)
         if got is None:
             doc = cached_pdf(path)
             table = font_tables(doc)
             # extension glyphs ("X" for a sum) are renamed where a pass reads their font, but do
             # not send lines to the span pass: "X" is mostly a letter
-            got = _GLYPHS[path] = (with_extension(table, doc), glyph_pattern(table))
+            glyphs, fonts = with_extension(table, doc)
+            got = _GLYPHS[path] = (glyphs, glyph_pattern(table), fonts)
         return got
 
     def _repairs(self, path: str) -> Repairs:

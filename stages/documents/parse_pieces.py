@@ -12,15 +12,16 @@ the top piece takes the delimiter's symbol, and its reach under its origin is th
 
 from __future__ import annotations
 
-from .parse_extension import PIECE_CODES, PIECES
-from .parse_glyph_pool import Glyph
+from .parse_extension import PIECES
+from .parse_glyph_pool import Glyph, document_fonts
 
 
 def tall_delimiters(chars: list[Glyph], ext: set[str]) -> list[tuple[Glyph, str, list[Glyph], float]]:
     """(the top piece, which now reads as the whole delimiter; its text-layer text; the other
     pieces; its reach under its origin, in units of its size) for each complete run of pieces."""
+    codes = document_fonts().piece_codes
     parts = {id(g): part for g in chars if g.font in ext and not g.synthetic
-             and (part := PIECE_CODES.get(g.font, {}).get(g.text) or PIECES.get(g.text)) is not None}
+             and (part := codes.get(g.font, {}).get(g.text) or PIECES.get(g.text)) is not None}
     pieces = sorted((g for g in chars if id(g) in parts), key=lambda g: g.oy)
     out = []
     used: set[int] = set()

@@ -27,12 +27,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .parse_extension import DELIMITERS
 from .parse_glyph_pool import (
     TOP,
     Glyph,
     GlyphPool,
     Rule,
+    document_fonts,
     glyph_spans,
     is_extension,
     on_row,
@@ -283,9 +283,10 @@ def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: fl
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+    delimiters = document_fonts().delimiters
     # (an extension glyph its font's names call a delimiter is none: lebl's big "(" before "nπ/λ")
     signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and is_extension(g.font)
-                                  and g.text not in DELIMITERS.get(g.font, ()))
+                                  and g.text not in delimiters.get(g.font, ()))
              and abs(g.x1 - rule.x0) <= 0.3 * g.size
              and g.top - 0.35 * g.size <= rule.y <= g.oy + 0.6 * g.size]
     if not signs:

@@ -14,11 +14,12 @@ text, with the small glyphs right after the closing one as its scripts (`(...)^{
 from __future__ import annotations
 
 from .parse_delimited import _limits as operator_limits
-from .parse_extension import DELIMITERS, DEPTHS, OPERATORS, PIECE_CODES, PIECES
+from .parse_extension import OPERATORS, PIECES
 from .parse_glyph_pool import (
     Glyph,
     GlyphPool,
     Rule,
+    document_fonts,
     glyph_spans,
     is_extension,
     on_row,
@@ -34,8 +35,10 @@ _CLOSING = frozenset(_PAIRS.values())
 def has_delimiters(chars: list[Glyph]) -> bool:
     """Any glyph this module reads: an extension font's whole delimiters, pieces or operators
     (the cheap test: most pages with fractions have none)."""
-    return any(is_extension(g.font) and (g.text in DELIMITERS.get(g.font, ()) or g.text in PIECES or g.text in OPERATORS
-                                         or g.text in PIECE_CODES.get(g.font, ())) for g in chars)
+    fonts = document_fonts()
+    return any(is_extension(g.font) and (g.text in fonts.delimiters.get(g.font, ()) or g.text in PIECES
+                                         or g.text in OPERATORS or g.text in fonts.piece_codes.get(g.font, ()))
+               for g in chars)
 
 
 def operators_beside(pool: GlyphPool, chars: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
@@ -74,6 +77,7 @@ def delimiter_seeds(blocks: list[dict], rules: list[Rule], glyphs: GlyphMap) -> 
     the pass reads, an operator's integrand and limits lie beside it. `glyphs`: the glyph map
     (operators are named in it)."""
     out = []
+    fonts = document_fonts()
     for b in blocks:
         for ln in b["lines"]:
             text = ln["text"].strip()
@@ -84,7 +88,8 @@ def delimiter_seeds(blocks: list[dict], rules: list[Rule], glyphs: GlyphMap) -> 
             # a delimiter's with its script, in fonts of their own)
             first, named = text[0], glyphs.get(font, {})
             if not (named.get(first) in OPERATORS or len(text) <= 8 and (
-                    first in DELIMITERS.get(font, ()) or first in PIECES or first in PIECE_CODES.get(font, ()))):
+                    first in fonts.delimiters.get(font, ()) or first in PIECES
+                    or first in fonts.piece_codes.get(font, ()))):
                 continue
             bb, size = ln["bbox"], ln["font"]["size"] or 1.0
             x0, x1, y0, y1 = bb["x"], bb["x"] + bb["w"], bb["y"], bb["y"] + bb["h"]
@@ -96,13 +101,14 @@ def delimiter_seeds(blocks: list[dict], rules: list[Rule], glyphs: GlyphMap) -> 
 def wrap_rebuilt(pool: GlyphPool, chars: list[Glyph]) -> list[tuple[Glyph, list[Glyph]]]:
     """Take, out of `pool`, each big delimiter pair around one row holding a rebuilt piece (inner
     pairs first) and put its piece in. Returns (piece, the glyphs it took) in the order built."""
+    fonts = document_fonts()
     delims: dict[int, tuple[str, float]] = {}  # glyph -> (symbol, reach under its origin in sizes)
     for g in chars:
-        symbol = DELIMITERS.get(g.font, {}).get(g.text) if is_extension(g.font) and not g.synthetic else None
+        symbol = fonts.delimiters.get(g.font, {}).get(g.text) if is_extension(g.font) and not g.synthetic else None
         if symbol is not None and (symbol in _PAIRS or symbol in _CLOSING):
-            delims[id(g)] = (symbol, DEPTHS.get(g.font, {}).get(g.text, 3.0))
+            delims[id(g)] = (symbol, fonts.depths.get(g.font, {}).get(g.text, 3.0))
     saved = {id(g): (g.text, g.blank, g.oy, g.y1) for g in chars if g.text in PIECES
-             or g.text in PIECE_CODES.get(g.font, ())}
+             or g.text in fonts.piece_codes.get(g.font, ())}
     rest: dict[int, list[Glyph]] = {}
     if saved:  # a run of pieces reads as its top piece (restored below where no pair takes it)
         for top, _, others, depth in tall_delimiters(chars, {g.font for g in chars if id(g) in saved}):
