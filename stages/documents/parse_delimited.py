@@ -294,9 +294,13 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
     table = []
     for row in rows:
         cells: list[list[Glyph]] = [[row[0]]]
-        for a, b in zip(row, row[1:], strict=False):
-            narrow = b.x0 - a.x1 > 0.3 * em and a.text not in _OPERATOR_SIGNS and b.text not in _OPERATOR_SIGNS \
-                and any(x0 < b.x0 and a.x1 < x1 for x0, x1 in shared)
+        for k, (a, b) in enumerate(zip(row, row[1:], strict=False)):
+            # a sign that starts a cell (a negative entry: lebl's [9 −2 −6]) is set tight against
+            # what follows it; a binary operator has space after it too (text style), or none
+            # before it (script style)
+            signed = b.text in _OPERATOR_SIGNS and k + 2 < len(row) and row[k + 2].x0 - b.x1 < 0.1 * em
+            narrow = b.x0 - a.x1 > 0.3 * em and a.text not in _OPERATOR_SIGNS \
+                and (b.text not in _OPERATOR_SIGNS or signed) and any(x0 < b.x0 and a.x1 < x1 for x0, x1 in shared)
             if b.x0 - a.x1 > 0.8 * em or narrow:
                 cells.append([])
             cells[-1].append(b)
