@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from rlclimb.stages.curate import parts as parts_stage
 from rlclimb.stages.curate.parts import split_parts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     if unknown := set(books) - set(curate_textbook.BOOK_FILES):
         raise SystemExit(f"unknown book(s): {sorted(unknown)}")
     labels = load_excluded(args.exclude)
+    # the draw splits parts with whatever parts.py this checkout imports (uncommitted edits included):
+    # say which, so a sample meant for one commit's output can be checked against it
+    print(f"split_parts: {parts_stage.__file__} (SplitParts version {parts_stage.SplitParts.version})", file=sys.stderr)
     rows = []
     for book in books:
         drawn = sample_book(book, Path(f"{args.runs}{curate_textbook.BOOK_FILES[book]}"), labels, args.seed, args.count)
