@@ -31,6 +31,10 @@ heldout4 or earlier label, labeled while curation was being tuned and kept from 
 `heldout6` (`--split heldout6 --labels tests/data/textbook_item_labels_heldout6`): a fourth, drawn by
 benchmarks/truth/sample_heldout.py (seed 2030) from the uncurated output of 5c1358e, none matching a
 heldout5 or earlier label: 20 items per book, strickland's last 2 unlabelled ones, measured once at the end.
+`heldout7` (seed 2031, 47c33cf's uncurated output, none matching a heldout6 or earlier label; 20 items
+per book, none left for strickland): measured once on 47c33cf, then tuned on by the eighth round.
+`heldout8` (seed 2032, same output, none matching a heldout7 or earlier label): kept from the eighth
+round's tuners, measured once at its end (`--compare` shows which outcomes changed).
 """
 
 from __future__ import annotations
