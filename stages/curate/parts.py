@@ -3,54 +3,163 @@ becomes two items, "Describe each set.\\n(a) A ∩ B" -> "{2}" and "...(b) B ∩
 
 Textbooks print most exercises this way, and one answer per part is what the answer checker can
 verify. A part is emitted only when the answer labels it; parts the answer skips (keys often
-answer some parts) are dropped with the parent's other unanswered parts, not guessed. Items
-whose answer does not start with a part label ("For (a), use induction") are left whole; the
-question-type stage tags them `multi_part`."""
+answer some parts) are dropped with the parent's other unanswered parts, not guessed.
+
+Labels are "(a)" or "a)" (one style per text: the one that gives the longer run a, b, c, ...).
+A label that only names a part ("Pour b), c), d), calculez", "parts (a) and (b)") is a mention,
+not a label. Where the labels at line starts give a run as long as all labels do, only those
+count (a mention in running text cannot then cut a part). An answer may open with prose shared
+by its parts ("For all of these, ... (a) ... (b) ..."), kept as the parts' `answer_lead`, when
+its first label starts a line or a sentence and the prose names no part; an answer that names
+parts in prose ("For (a), use induction") is left whole, and the question-type stage tags it
+`multi_part`. A split is refused, never shifted, when question and answer do not line up: an
+answer label the question lacks, an empty part on either side (a label set apart from its text),
+or a question run that jumps a letter (a, b, d: a label lost); such items are tagged
+`parts_unaligned`."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 
 from rlclimb.pipelines.stage import Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import QAItem, qa_id
 
-_LABEL = re.compile(r"(?<![\w)])\(([a-h])\)\s*")
-_TRAILING_JOIN = re.compile(r"(?:\s|[;,]|\band\b|\bor\b)*$")
+# "(a)": not after a word or a closing bracket ("f(a)", "(x)(a)"); "a)": after a space or at the start
+_STYLES = {"paren": re.compile(r"(?<![\w)\]])\(([a-h])\)"), "close": re.compile(r"(?:^|(?<=\s))([a-h])\)")}
+# a label in a list of labels ("(a), (b) and (c)", "b), c), d),") or after "part": it names parts
+_LIST_NEXT = re.compile(r"\s*(?:[,;]|(?:and|or|et|ou|&)\s+\(?[a-h]\))")
+_LIST_PREV = re.compile(r"(?:[,;]|\b(?:and|or|et|ou|&))\s*$")
+_NAMED = re.compile(r"\b(?:parts?|partie|parties|question|questions)\s*$", re.I)
+_SENTENCE_END = re.compile(r"(?:[.:;!?]|\n)\s*$")
+_TRAILING_JOIN = re.compile(r"(?:\s|[;,]|\band\b|\bor\b|\bet\b|\bou\b)*$")
 
 
-def sequential_labels(text: str, *, from_start: bool) -> list[re.Match]:
-    """Part labels in order (a), (b), ... — in an answer they may skip parts but never go back."""
-    out: list[re.Match] = []
-    for m in _LABEL.finditer(text):
-        letter = m.group(1)
-        if not out:
-            if from_start and text[: m.start()].strip():
-                return []
-            if letter != "a" and not from_start:
-                continue
-            out.append(m)
-        elif from_start and letter > out[-1].group(1) or not from_start and ord(letter) == ord(out[-1].group(1)) + 1:
-            out.append(m)
+@dataclass
+class _Label:
+    letter: str
+    start: int
+    end: int
+    text: str  # "(a)" or "a)"
+    line_start: bool
+    mention: bool
+
+
+def _labels(text: str, style: str) -> list[_Label]:
+    out: list[_Label] = []
+    for m in _STYLES[style].finditer(text):
+        before = text[: m.start()]
+        line_start = not before.strip() or bool(re.search(r"\n[ \t]*$", before))
+        mention = bool(_LIST_NEXT.match(text, m.end()) or _NAMED.search(before))
+        if not mention and out and out[-1].mention and _LIST_PREV.search(text[out[-1].end : m.start()]) \
+                and not text[out[-1].end : m.start()].strip(" ,;").split()[1:]:
+            mention = True  # the last item of a list of mentions: "(a), (b) and (c)"
+        out.append(_Label(m.group(1), m.start(), m.end(), m.group(0).strip(), line_start, mention))
     return out
 
 
-def _chunks(text: str, labels: list[re.Match]) -> dict[str, str]:
-    ends = [m.start() for m in labels[1:]] + [len(text)]
-    return {m.group(1): _TRAILING_JOIN.sub("", text[m.end() : end]) for m, end in zip(labels, ends, strict=True)}
+def _run(labels: list[_Label], *, from_start: bool) -> list[_Label]:
+    """Question (from_start=False): a, b, c, ... consecutive, from the first "a". Answer: letters
+    going up from the first label (keys skip parts, but never go back)."""
+    out: list[_Label] = []
+    for lab in labels:
+        if lab.mention:
+            continue
+        if not out:
+            if from_start or lab.letter == "a":
+                out.append(lab)
+        elif (lab.letter > out[-1].letter) if from_start else (ord(lab.letter) == ord(out[-1].letter) + 1):
+            out.append(lab)
+    return out
+
+
+def _best_run(text: str, *, from_start: bool) -> tuple[list[_Label], list[_Label]]:
+    """(the run, all labels of its style): the style with the longer run (ties: "(a)"); within a
+    style, the line-start labels when they give a run as long as all labels do."""
+    best: tuple[list[_Label], list[_Label]] = ([], [])
+    for style in ("paren", "close"):
+        labels = _labels(text, style)
+        run = _run(labels, from_start=from_start)
+        at_line = _run([lab for lab in labels if lab.line_start], from_start=from_start)
+        if len(at_line) >= max(2, len(run)):
+            run = at_line
+        if len(run) > len(best[0]):
+            best = (run, labels)
+    return best
+
+
+def _chunks(text: str, run: list[_Label]) -> dict[str, str]:
+    ends = [lab.start for lab in run[1:]] + [len(text)]
+    return {lab.letter: _TRAILING_JOIN.sub("", text[lab.end : end]).strip() for lab, end in zip(run, ends, strict=True)}
+
+
+@dataclass
+class Split:
+    parts: list[tuple[str, str, str]] = field(default_factory=list)  # (letter, part question, its answer)
+    lead: str = ""  # answer prose before the first label, shared by the parts
+    refused: str = ""  # why question and answer labels do not line up ("" when they do, or are absent)
+
+
+def split_exercise(question: str, answer: str) -> Split:
+    q_run, q_all = _best_run(question, from_start=False)
+    if len(q_run) < 2:
+        return Split()
+    a_run, a_all = _best_run(answer, from_start=True)
+    if not a_run:
+        return Split()
+    lead = answer[: a_run[0].start].strip()
+    if lead:
+        # prose before the first label: shared prose, unless it names parts itself or the label runs on in it
+        every = _labels(answer, "paren") + _labels(answer, "close")
+        if any(lab.start < a_run[0].start for lab in every) or not _SENTENCE_END.search(answer[: a_run[0].start]):
+            return Split()
+        if len(a_run) < 2:
+            return Split()  # one label after prose: too weak a cue that the answer goes part by part
+    stem = question[: q_run[0].start].strip()  # may be empty: "(a) Prove X. (b) Prove Y." parts stand alone
+    letters = [lab.letter for lab in q_run]
+    if not {lab.letter for lab in a_run} <= set(letters):
+        return Split(refused="the answer labels a part the question does not have")
+    for lab in q_all:  # a label of the question's style that jumps the run: a label was lost
+        if not lab.mention and lab.start > q_run[0].start and lab.letter > letters[-1] \
+                and ord(lab.letter) > ord(max(x.letter for x in q_run if x.start < lab.start)) + 1:
+            return Split(refused=f"question labels jump to ({lab.letter})")
+    parts, answers = _chunks(question, q_run), _chunks(answer, a_run)
+    if any(not re.sub(r"[\W_]", "", parts[k]) for k in letters):
+        return Split(refused="a question part is empty: its label stands apart from its text")
+    if any(not answers[k] for k in answers):
+        return Split(refused="an answer part is empty")
+    text = {lab.letter: lab.text for lab in q_run}
+    stems = {k: stem for k in letters}
+    for k, (parts[k], note, named) in _instructions(question, q_run, q_all).items():
+        for j in named:  # "Pour b), c), d), calculez lim x(t)." set after a): the stem of b), c), d)
+            stems[j] = f"{stem}\n{note}"
+    return Split([(k, f"{stems[k]}\n{text[k]} {parts[k]}".lstrip("\n"), answers[k].rstrip(".").strip())
+                  for k in sorted(answers)], lead=lead)
+
+
+def _instructions(question: str, run: list[_Label], labels: list[_Label]) -> dict[str, tuple[str, str, list[str]]]:
+    """Parts whose text ends with a sentence naming later parts, an instruction those parts share:
+    {letter: (the part without it, the instruction, the letters it names)}."""
+    out: dict[str, tuple[str, str, list[str]]] = {}
+    ends = [lab.start for lab in run[1:]] + [len(question)]
+    for lab, end in zip(run, ends, strict=True):
+        named = [m for m in labels if m.mention and lab.end <= m.start < end and m.letter > lab.letter]
+        if not named:
+            continue
+        head = question[lab.end : named[0].start]
+        cut = max(head.rfind("\n"), *(head.rfind(p + " ") + 1 for p in ".?!:"))
+        if cut <= 0 or not head[:cut].strip():
+            continue  # the part itself is that sentence
+        letters = sorted({m.letter for m in named} & {x.letter for x in run})
+        note = _TRAILING_JOIN.sub("", question[lab.end + cut : end]).strip()
+        out[lab.letter] = (_TRAILING_JOIN.sub("", head[:cut]).strip(), note, letters)
+    return out
 
 
 def split_parts(question: str, answer: str) -> list[tuple[str, str, str]]:
     """[(label, question for the part, its answer)], or [] when the item is not split."""
-    q_labels = sequential_labels(question, from_start=False)
-    a_labels = sequential_labels(answer, from_start=True)
-    if len(q_labels) < 2 or not a_labels:
-        return []
-    stem = question[: q_labels[0].start()].strip()
-    parts, answers = _chunks(question, q_labels), _chunks(answer, a_labels)
-    if not set(answers) <= set(parts) or not stem:
-        return []
-    return [(k, f"{stem}\n({k}) {parts[k]}", answers[k].rstrip(".").strip()) for k in sorted(answers) if answers[k]]
+    return split_exercise(question, answer).parts
 
 
 class SplitPartsConfig(StageConfig):
@@ -59,20 +168,25 @@ class SplitPartsConfig(StageConfig):
 
 class SplitParts(Stage):
     name = "split_parts"
-    version = "1"
+    version = "2"  # v2: "a)" labels, answers opening with shared prose, exercises with no stem, refusal (tag) when labels do not line up
     kind = "expand"
     Config = SplitPartsConfig
     output_model = QAItem
 
     def process(self, record: Record, ctx: StageContext) -> list[Record]:
-        parts = split_parts(record["question"], record.get("answer") or "")
-        if len(parts) < self.config.min_parts or not parts:
+        split = split_exercise(record["question"], record.get("answer") or "")
+        if split.refused:
+            tags = list(record.get("tags") or [])
+            return [{**record, "tags": tags if "parts_unaligned" in tags else [*tags, "parts_unaligned"]}]
+        if len(split.parts) < self.config.min_parts or not split.parts:
             return [record]
         out = []
         number = (record.get("source") or {}).get("number")
-        for label, question, answer in parts:
+        for label, question, answer in split.parts:
             child = {**record, "question": question, "answer": answer, "solution": None}
             meta = {**json.loads(record.get("meta") or "{}"), "part": label, "parent_id": record["id"]}
+            if split.lead:
+                meta["answer_lead"] = split.lead
             child["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
             if number:
                 child["source"] = {**record["source"], "number": f"{number}({label})"}

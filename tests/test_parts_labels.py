@@ -1,0 +1,103 @@
+"""Splitting exercises into parts (issue 16) on generated exercises whose truth is the generator's:
+label styles "(a)" and "a)", labels at line starts or inline, answers opening with shared prose,
+parts named in the stem ("Pour b), c), d), ..."), and question / answer labels that do not line
+up (the split is refused and the item tagged, never shifted)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from rlclimb.stages.curate.parts import SplitParts, split_exercise, split_parts
+
+STEMS = ["Solve the equation below.", "Soit x' = e^{-x}.", "Describe each of the following sets.",
+         "Consider the recurrence a_n = 2a_{n-1} - a_{n-2}."]
+ASKS = ["Find the critical points.", "Classify them.", "Compute lim x(t) for x(0) = 1.", "What is a_9?",
+        "Find |P(A)|.", "Sketch the phase diagram.", "Is the list a basis for R^3?", "Compute 3 + 4."]
+VALUES = ["0, 1, 2", "x = 3", "∞", "a_n = 1 + n", "512", "no solutions", "yes", "7"]
+LEADS = ["The general solution is a_n = a + bn.", "For all of these, plug in every integer.", "Stars and bars."]
+
+
+def _exercise(rng: random.Random):
+    """(question, answer, truth [(letter, part question, part answer)], lead)."""
+    n = rng.randint(2, 6)
+    style = rng.choice(["({})", "{})"])
+    sep_q = rng.choice(["\n", " "])
+    sep_a = rng.choice(["\n", " "])
+    letters = "abcdefgh"[:n]
+    asks = rng.sample(ASKS, n)
+    stem = rng.choice(STEMS)
+    question = stem + "".join(f"{sep_q}{style.format(k)} {a}" for k, a in zip(letters, asks, strict=True))
+    answered = sorted(rng.sample(letters, rng.randint(1, n)))
+    values = {k: rng.choice(VALUES) for k in answered}
+    lead = rng.choice(LEADS) if rng.random() < 0.4 and len(answered) > 1 else ""
+    answer = (lead + "\n" if lead else "") + sep_a.join(f"{style.format(k)} {values[k]}." for k in answered)
+    truth = [(k, f"{stem}\n{style.format(k)} {asks[letters.index(k)]}", values[k]) for k in answered]
+    return question, answer, truth, lead
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_generated_exercises_split_as_drawn(seed):
+    question, answer, truth, lead = _exercise(random.Random(seed))
+    split = split_exercise(question, answer)
+    assert split.parts == truth, (question, answer)
+    assert split.lead == lead and not split.refused
+
+
+@pytest.mark.parametrize("question,answer,expected", [
+    # a stem naming later parts ("Pour b), c), d)") is no label: the parts are the line-start ones
+    ("Soit x' = (x-a)(x-b).\na) Calculez les points critiques.\nPour b), c), d), calculez lim x(t).\n"
+     "b) x(0) < α,\nc) α < x(0) < β,\nd) β < x(0).", "a) α, β b) α, c) α,\nd) ∞",
+     ["a", "b", "c", "d"]),
+    ("Let S = {1, 2}.\n(a) Find |S|.\n(b) Using parts (a), (b) and (c), find T.\n(c) Find U.", "(a) 2 (b) T (c) U",
+     ["a", "b", "c"]),
+    # the answer names parts in its prose: not part by part
+    ("Let f.\n(a) Show A.\n(b) Show B.\n(c) Show C.", "For (a) and (b) use induction. (c) Show that f.", []),
+    # prose then a label in mid-sentence: no split
+    ("Let f.\n(a) Show A.\n(b) Show B.", "It follows as in (a) (b) holds.", []),
+    # one label after prose is too weak a cue
+    ("Let f.\n(a) Show A.\n(b) Show B.", "Any basis has n vectors.\n(b) yes", []),
+    ("What is f(a)?", "(a) is 2", []),
+])
+def test_labels_that_name_parts_are_no_labels(question, answer, expected):
+    assert [k for k, _, _ in split_parts(question, answer)] == expected
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Show.\n(a) x\n(b) y", "(a) 1 (c) 2"),  # the answer has a part the question lacks
+    ("Find.\n(a) x\n(b) y\n(d) z", "(a) 1 (b) 2"),  # the question jumps a letter: a label was lost
+    ("Soit x.\na) Trouvez x. Calculez lim x(t).\nb)", "a) 1 b) ∞"),  # a label apart from its text
+    ("Find.\n(a) x\n(b) y", "(a) (b) 2"),  # an empty answer part
+])
+def test_labels_out_of_step_are_refused_and_tagged(question, answer):
+    split = split_exercise(question, answer)
+    assert split.parts == [] and split.refused
+    record = {"id": "qa-1", "question": question, "answer": answer, "tags": [], "meta": "{}", "source": {"number": "3"}}
+    out = SplitParts().process(record, None)
+    assert out == [{**record, "tags": ["parts_unaligned"]}]
+
+
+def test_split_children_carry_the_shared_lead():
+    record = {"id": "qa-1", "question": "Solve.\n(a) x + 1 = 2\n(b) 2x = 8", "answer": "Subtract, then divide.\n(a) 1\n(b) 4",
+              "tags": [], "meta": "{}", "source": {"number": "3"}}
+    out = SplitParts().process(record, None)
+    assert [(r["source"]["number"], r["answer"]) for r in out] == [("3(a)", "1"), ("3(b)", "4")]
+    assert all(json.loads(r["meta"])["answer_lead"] == "Subtract, then divide." for r in out)
+
+
+def test_an_instruction_naming_later_parts_goes_to_their_stems():
+    question = ("Soit x' = (x-a)(x-b).\na) Calculez les points critiques. Pour b), c), calculez lim x(t).\n"
+                "b) x(0) < a,\nc) a < x(0).")
+    parts = split_parts(question, "a) a, b b) a, c) ∞")
+    assert parts == [("a", "Soit x' = (x-a)(x-b).\na) Calculez les points critiques.", "a, b"),
+                     ("b", "Soit x' = (x-a)(x-b).\nPour b), c), calculez lim x(t).\nb) x(0) < a", "a"),
+                     ("c", "Soit x' = (x-a)(x-b).\nPour b), c), calculez lim x(t).\nc) a < x(0).", "∞")]
+
+
+def test_parts_with_no_stem_stand_alone():
+    parts = split_parts("(a) Define f: N -> N one-to-one, not onto.\n(b) Define g: N -> N onto, not one-to-one.",
+                        "(a) f(n) = n + 1.\n(b) g(n) = n // 2.")
+    assert parts == [("a", "(a) Define f: N -> N one-to-one, not onto.", "f(n) = n + 1"),
+                     ("b", "(b) Define g: N -> N onto, not one-to-one.", "g(n) = n // 2")]
