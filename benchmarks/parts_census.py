@@ -61,7 +61,7 @@ def score(entry: dict, parts: list[tuple[str, str, str]]) -> str:
         return "wrong"
     for k, w in want.items():
         q, a = got[k]
-        if not a.startswith(w["answer"]) or w.get("question", "") not in q.rsplit("\n", 1)[-1]:
+        if not a.startswith(w["answer"]) or w.get("question", "") not in q or w.get("question_not", "\0") in q:
             return "wrong"
     return "right"
 

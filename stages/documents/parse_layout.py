@@ -6,6 +6,8 @@ by MuPDF itself, which is 2-3x cheaper than building Python dicts span by span
 Two repairs happen here, before anyone reads the text:
 - fragments of one visual line (MuPDF splits a line at wide gaps: a bold label and its text,
   the columns of a small table) are joined left to right;
+- a label drawn apart from its text ("b)" in a cell of a part grid, in its own block after the
+  text) joins the line that starts right of it (`_hang_labels`);
 - two-column pages are put in reading order (left column, then right column, band by band
   between full-width lines), whatever order the PDF's content stream drew them in;
 - stacked rows of a matrix become one LaTeX `pmatrix` line (`parse_matrix`);
@@ -100,14 +102,17 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
             top, bottom = r[1], r[3]
             overlap = (bottom if bottom < y1 else y1) - (top if top > y0 else y0)
             if overlap > 0.5 * (bottom - top if bottom - top < h else h):  # inline: this loop is hot
-                last = group[k][-1]
-                if f[0] - last[2] > reach or last[0] - f[2] > reach:
+                # the gap to the row's nearest side: a piece left of the row (a label set after its
+                # text) is as near as its first piece, however far the row's last piece is
+                row = group[k]
+                if f[0] - max(p[2] for p in row) > reach or min(p[0] for p in row) - f[2] > reach:
                     continue
                 group[k].append(f)
                 break
         else:
             group.append([f])
             order.append(group[-1])
+    order = _hang_labels(_split_at_labels(order))
     raw: list[str] = []
     for row in order:
         if len(row) == 1:
@@ -148,7 +153,84 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
                     "block": row[0][7], "line": None})
     if gutter is not None:
         out = _column_order(out, gutter)
-    return rebuild_matrices(out), "\n".join(raw)
+    return _grid_order(rebuild_matrices(out)), "\n".join(raw)
+
+
+# an enumeration label alone: "a)", "(b)", "(iv)", "3." -- the cells of a part grid start with one
+_LABEL_ONLY = re.compile(r"\(?(?:[a-zA-Z]|[ivx]{1,4}|\d{1,2})\)|\d{1,2}\.|[a-z]\.")
+
+
+def _split_at_labels(order: list[list[tuple]]) -> list[list[tuple]]:
+    """A row that runs over a wide gap holding a label ("a) Trouvez x.   b) Quelle ...": the
+    cells of a part grid, drawn at one height) is cut there: the label starts a cell."""
+    labels = [row[0] for row in order if len(row) == 1 and _LABEL_ONLY.fullmatch(row[0][4].strip())]
+    labels += [f for row in order if len(row) > 1 for f in row if _LABEL_ONLY.fullmatch(f[4].strip())]
+    if not labels:
+        return order
+    out: list[list[tuple]] = []
+    for row in order:
+        if len(row) < 2:
+            out.append(row)
+            continue
+        pieces = sorted(row, key=lambda f: f[0])
+        cut = [pieces[0]]
+        for prev, cur in zip(pieces, pieces[1:], strict=False):
+            gap_x0, gap_x1 = prev[2], cur[0]
+            if gap_x1 - gap_x0 >= cur[5] and any(
+                    lab[0] >= gap_x0 - 0.5 and lab[2] <= gap_x1 + 0.5 and min(lab[3], cur[3]) > max(lab[1], cur[1])
+                    for lab in labels) or (cur[0] - prev[2] >= cur[5] and _LABEL_ONLY.fullmatch(cur[4].strip())
+                                          and cur is not pieces[-1]):
+                out.append(cut)
+                cut = []
+            cut.append(cur)
+        out.append(cut)
+    return out
+
+
+def _hang_labels(order: list[list[tuple]]) -> list[list[tuple]]:
+    """A label drawn apart from its text (its own block, after the text: part grids set "b)" in a
+    cell of its own) joins the line that starts just right of it at its height, wherever that
+    line's block is; left alone, it would stand after the text it labels and give it to the
+    label before. A label whose line has a taller piece stacked above its text (a fraction's
+    numerator read as its own line before it) goes before that piece instead."""
+    out = order
+    for row in order:
+        if len(row) != 1 or not _LABEL_ONLY.fullmatch(row[0][4].strip()):
+            continue
+        lab = row[0]
+        x1, y0, y1, size = lab[2], lab[1], lab[3], lab[5]
+        best, gap = None, 2.0 * size  # a label's text starts within two ems of it
+        for other in out:
+            if other is row:
+                continue
+            left = min(other, key=lambda f: f[0])
+            if left[0] < x1 - 0.5 or left[0] - x1 > gap:
+                continue
+            top, bottom = left[1], left[3]
+            overlap = min(bottom, y1) - max(top, y0)
+            if overlap > 0.5 * min(bottom - top, y1 - y0):
+                best, gap = other, left[0] - x1
+        if best is None:
+            continue
+        out = [r for r in out if r is not row]
+        i = out.index(best)
+        prev = out[i - 1] if i else None
+        if prev is not None and _stacked_over(prev, best, x1, size):
+            out.insert(i - 1, row)  # before the numerator: the label leads the whole stacked cell
+        else:
+            best.append(lab)  # row order is by x when the line is joined
+    return out
+
+
+def _stacked_over(piece: list[tuple], row: list[tuple], x: float, size: float) -> bool:
+    """`piece` sits right above `row`'s start, within its width, right of x: a numerator or an
+    upper limit read as a line of its own."""
+    p0, p1 = min(f[0] for f in piece), max(f[2] for f in piece)
+    r0, r1 = min(f[0] for f in row), max(f[2] for f in row)
+    top, bottom = min(f[1] for f in piece), max(f[3] for f in piece)
+    row_top = min(f[1] for f in row)
+    return p0 >= x - 0.5 and p0 - r0 < 2 * size and p1 <= r1 + 0.5 * size and top < row_top \
+        and bottom > row_top - 0.3 * size and bottom - top < 2.5 * size
 
 
 def _column_order(lines: list[dict], gutter: float) -> list[dict]:
@@ -204,3 +286,118 @@ def _find_gutter(frags: list[tuple], width: float) -> float | None:
 def _median(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else 0.0
+
+
+_PART_LABEL = re.compile(r"\(?([a-h])\)(?:\s|$)")
+
+
+def _grid_order(lines: list[dict]) -> list[dict]:
+    """Reading order inside a grid of parts ("a) ...  b) ..." side by side, "c) ...  d) ..." below):
+    cell by cell, each cell's lines top to bottom, instead of line by line across the grid
+    (which hands the second line of b) to a)). A grid: two or more lines led by part labels at
+    one height, letters going up left to right; its columns start at those labels' x. The
+    grid's lines are those between the lines that start left of its first column or cross a
+    column's edge; each is given to the column it starts in and, within the column, to the
+    label of its block of lines (blocks split at vertical gaps wider than half a line)."""
+    anchors = [(i, ln) for i, ln in enumerate(lines) if (m := _PART_LABEL.match(ln["text"]))]
+    if len(anchors) < 2:
+        return lines
+    done: set[int] = set()
+    out = list(lines)
+    for i, ln in anchors:
+        if i in done:
+            continue
+        mid = (ln["y0"] + ln["y1"]) / 2
+        same = sorted((a for a in anchors if a[1]["y0"] <= mid <= a[1]["y1"] and a[0] not in done), key=lambda a: a[1]["x0"])
+        letters = [_PART_LABEL.match(a[1]["text"]).group(1) for a in same]
+        if len(same) < 2 or letters != sorted(set(letters)) or same[0][1] is not ln:
+            continue
+        cols = [a[1]["x0"] for a in same]
+        if min(b - a for a, b in zip(cols, cols[1:], strict=False)) < 3 * ln["size"]:
+            continue
+        region = _grid_region(out, [a[0] for a in same], cols)
+        if region is None:
+            continue
+        lo, hi, cells = region
+        done.update(range(lo, hi))
+        out[lo:hi] = cells
+    return out
+
+
+def _grid_region(lines: list[dict], anchor_idx: list[int], cols: list[float]) -> tuple[int, int, list[dict]] | None:
+    """The lines around one row of a grid (indices lo..hi in reading order) in cell order."""
+    size = max(lines[i]["size"] for i in anchor_idx)
+    first = lines[anchor_idx[0]]
+
+    def inside(ln: dict) -> bool:  # starts in a column and stays in it
+        if ln["x0"] < cols[0] - 1:
+            return False
+        k = max(j for j, c in enumerate(cols) if ln["x0"] >= c - 1)
+        return k + 1 == len(cols) or ln["x1"] <= cols[k + 1] + 1
+
+    lo = hi = min(anchor_idx)
+    while lo > 0 and inside(lines[lo - 1]) and lines[lo - 1]["y1"] > first["y0"] - 3 * size:
+        lo -= 1
+    hi = max(anchor_idx) + 1
+    while hi < len(lines) and inside(lines[hi]):
+        hi += 1
+    block = lines[lo:hi]
+    if not all(inside(ln) for ln in block):
+        return None
+    anchors = [ln for ln in block if _PART_LABEL.match(ln["text"])]
+    by_col: dict[int, list[dict]] = {}
+    for ln in block:
+        by_col.setdefault(max(j for j, c in enumerate(cols) if ln["x0"] >= c - 1), []).append(ln)
+    cells: list[tuple[dict, int, list[dict]]] = []  # (anchor line, column, lines)
+    for k, col in by_col.items():
+        col.sort(key=lambda ln: ln["y0"])
+        runs: list[list[dict]] = [[col[0]]]
+        for ln in col[1:]:
+            if ln["y0"] - max(x["y1"] for x in runs[-1]) > 0.5 * size:
+                runs.append([])
+            runs[-1].append(ln)
+        owned, loose = [], []
+        for run in runs:
+            own = [ln for ln in run if any(ln is a for a in anchors)]
+            if len(own) > 1:
+                return None  # two labels in one block of lines: not cells we can tell apart
+            (owned if own else loose).append((own[0] if own else None, run))
+        if not owned:
+            return None
+        for _, run in loose:  # unlabelled lines (a system centred on its label): the nearest labelled block
+            top, bottom = run[0]["y0"], max(ln["y1"] for ln in run)
+            near = min(owned, key=lambda o: max(o[1][0]["y0"] - bottom, top - max(ln["y1"] for ln in o[1])))
+            near[1].extend(run)
+        cells.extend((a, k, run) for a, run in owned)
+    out: list[dict] = []
+    rows: list[list[tuple[dict, int, list[dict]]]] = []
+    for cell in sorted(cells, key=lambda c: (c[0]["y0"] + c[0]["y1"]) / 2):  # grid rows: labels at one height
+        mid = (cell[0]["y0"] + cell[0]["y1"]) / 2
+        if rows and any(c[0]["y0"] <= mid <= c[0]["y1"] for c in rows[-1]):
+            rows[-1].append(cell)
+        else:
+            rows.append([cell])
+    for row in rows:
+        for _, _, run in sorted(row, key=lambda c: c[1]):
+            cell = _line_order(run)
+            k = next(j for j, ln in enumerate(cell) if any(ln is a for a in anchors))
+            if k:  # the label is centred on its cell (a system of equations): it still leads the cell
+                m = _PART_LABEL.match(cell[k]["text"])
+                rest = cell[k]["text"][m.end():].strip()
+                label = {**cell[k], "text": m.group(0).strip()}
+                cell = [label, *cell[:k], *([{**cell[k], "text": rest}] if rest else []), *cell[k + 1:]]
+            out.extend(cell)
+    return lo, hi, out
+
+
+def _line_order(run: list[dict]) -> list[dict]:
+    """A cell's lines: visual lines top to bottom, pieces of one line (a limit set below its
+    "lim") left to right."""
+    out: list[list[dict]] = []
+    for ln in sorted(run, key=lambda ln: ln["y0"]):
+        if out and min(ln["y1"], out[-1][0]["y1"]) - max(ln["y0"], out[-1][0]["y0"]) > \
+                0.5 * min(ln["y1"] - ln["y0"], out[-1][0]["y1"] - out[-1][0]["y0"]):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return [ln for line in out for ln in sorted(line, key=lambda ln: ln["x0"])]
