@@ -110,28 +110,39 @@ def suspects(text: str, main: str = "LATIN") -> list[tuple[int, int]]:
             if len(runs) >= 3:  # a page of text without one digit, but with glyph runs where numbers go
                 spans += runs
     for m in _NON_ASCII_WORD.finditer(text):
-        w, at = m.group(), m.start()
-        foreign = [i for i, c in enumerate(w) if c >= "\u03e2" and _foreign(c, main)] if _SCRIPT_RANGE.search(w) else None
-        if foreign and ((alpha := sum(map(str.isalpha, w))) > len(foreign) or len(w) <= 3 or main == "LATIN"):
-            # a lone foreign letter, or letters of two scripts in one word (a real foreign word
-            # in a Latin text is rare and long: 4+ letters of its own script, left alone)
-            if not (main == "LATIN" and len(foreign) >= 4 and len(foreign) == alpha):
-                spans += [(at + i, at + i + 1) for i in foreign]
-        if main == "LATIN" and _LIGATURE.search(w) and _LOWER_WORD.search(w):
-            # in a word of lower-case letters: where "ti", "ft", "fi" glyphs sit ("AnalyƟcally", "Ɵme")
-            spans += [(at + i, at + i + 1) for i, c in enumerate(w) if _ligature_glyph(c)]
-        if not _LATIN1_RANGE.search(w):
-            continue
-        core = w.strip(".,:;!?()[]\"'")
-        if _LATIN1_ONLY.fullmatch(core):
-            # a word of Latin-1 letters and symbols only: no Western language spells one
-            spans += [(at + i, at + i + 1) for i, c in enumerate(w) if "\u00a1" <= c <= "\u00ff"]
-        elif _LATIN1_SYMBOL.search(w[1:-1]) and sum(c.isalpha() for c in w) >= 2:
-            inner = [i for i, c in enumerate(w) if "\u00a0" <= c <= "\u00ff"]
-            if len(inner) >= 2:
-                spans += [(at + i, at + i + 1) for i in inner]
+        if offsets := _word_suspects(m.group(), main):
+            at = m.start()
+            spans += [(at + i, at + i + 1) for i in offsets]
     # one span per suspect glyph; the ASCII punctuation a pattern matched around them is no suspect
     return sorted({(i, i + 1) for a, b in spans for i in range(a, b) if not " " <= text[i] <= "~"})
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_suspects(w: str, main: str) -> tuple[int, ...]:
+    """Offsets of the suspect glyphs of one word that holds a non-ASCII character: a function of
+    the word and the main script alone, so cached (a book repeats its words, numbers and symbols;
+    on a remapped-font page nearly every number is such a word)."""
+    out: list[int] = []
+    foreign = [i for i, c in enumerate(w) if c >= "\u03e2" and _foreign(c, main)] if _SCRIPT_RANGE.search(w) else None
+    if foreign and ((alpha := sum(map(str.isalpha, w))) > len(foreign) or len(w) <= 3 or main == "LATIN"):
+        # a lone foreign letter, or letters of two scripts in one word (a real foreign word
+        # in a Latin text is rare and long: 4+ letters of its own script, left alone)
+        if not (main == "LATIN" and len(foreign) >= 4 and len(foreign) == alpha):
+            out += foreign
+    if main == "LATIN" and _LIGATURE.search(w) and _LOWER_WORD.search(w):
+        # in a word of lower-case letters: where "ti", "ft", "fi" glyphs sit ("AnalyƟcally", "Ɵme")
+        out += [i for i, c in enumerate(w) if _ligature_glyph(c)]
+    if not _LATIN1_RANGE.search(w):
+        return tuple(out)
+    core = w.strip(".,:;!?()[]\"'")
+    if _LATIN1_ONLY.fullmatch(core):
+        # a word of Latin-1 letters and symbols only: no Western language spells one
+        out += [i for i, c in enumerate(w) if "\u00a1" <= c <= "\u00ff"]
+    elif _LATIN1_SYMBOL.search(w[1:-1]) and sum(c.isalpha() for c in w) >= 2:
+        inner = [i for i, c in enumerate(w) if "\u00a0" <= c <= "\u00ff"]
+        if len(inner) >= 2:
+            out += inner
+    return tuple(out)
 
 
 def suspect_chars(text: str, main: str = "LATIN") -> Counter[str]:
@@ -152,26 +163,17 @@ def repair(text: str, table: dict[str, str], main: str = "LATIN", page_chars: fr
     `page_chars`: code points found suspect elsewhere on the page (the whole page is the context:
     a page number, a digit-free page); those that are no letters of the main script are replaced
     wherever they occur, letters of the main script only inside words found suspect here."""
-    spans = suspects(text, main)
+    at = [a for a, _ in suspects(text, main)]  # one glyph per span
     if page_chars and (anywhere := _anywhere(page_chars, main)) is not None:
-        spans = sorted(set(spans) | {(m.start(), m.start() + 1) for m in anywhere.finditer(text)})
-    if not spans:
+        at = {*at, *(m.start() for m in anywhere.finditer(text))}
+    if not at:
         return text, 0, 0
-    out, pos, done, left = [], 0, 0, 0
-    for a, b in spans:
-        if a < pos:
-            continue
-        out.append(text[pos:a])
-        for c in text[a:b]:
-            if c in table:
-                out.append(table[c])
-                done += 1
-            else:
-                out.append(c)
-                left += 1
-        pos = b
-    out.append(text[pos:])
-    return "".join(out), done, left
+    out, done = list(text), 0
+    for k in at:
+        if (sub := table.get(out[k])) is not None:
+            out[k] = sub
+            done += 1
+    return "".join(out), done, len(at) - done
 
 
 @lru_cache(maxsize=256)
