@@ -9,8 +9,8 @@ depths were kept per process)."""
 from __future__ import annotations
 
 import test_pdf_notation_inline as inline
-from test_pdf_notation import parse_lines
 from test_parse_stacked_delimited import AXIS, S
+from test_pdf_notation import parse_lines
 from test_pdf_notation_inline import NamelessWriter
 
 # the second document's QXMATHB: the same codes and boxes, named as letters (no extension name)

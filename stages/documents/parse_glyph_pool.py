@@ -252,15 +252,22 @@ def glyph_spans(ordered: list[Glyph], size: float | None = None) -> list[dict]:
     except inside a script (`size`: the line's text)."""
     spans: list[dict] = []
     prev: Glyph | None = None
+    base: Glyph | None = None  # the last glyph that is no script of the one before it
     for g in ordered:
         last = spans[-1] if spans else None
         in_script = size is not None and max(g.size, prev.size if prev else 0) < 0.9 * size
+        # a rebuilt piece set as a script of the glyph before it (a small fraction in an
+        # exponent: thompson's `at^{\frac{3}{2}}`, `t^{−\frac{1}{3}}`) is apart from it by the
+        # fraction's own null delimiter space (1.2 pt), no word space
+        script = base is not None and _script_of(g, base)
         if prev is not None and (g.atom or prev.atom or is_extension(g.font) or is_extension(prev.font)) \
-                and not (g.blank or prev.blank or in_script) and g.x0 - prev.x1 > 0.15 * g.size:
+                and not (g.blank or prev.blank or in_script or script and g.atom) and g.x0 - prev.x1 > 0.15 * g.size:
             spans.append({"text": " ", "size": g.size, "font": "", "flags": 0, "origin": (prev.x1, g.oy),
                           "bbox": [prev.x1, g.y0, g.x0, g.y1], "atom": True})  # the gap a rebuilt piece had
             last = None
         prev = g
+        if not g.blank and not script:
+            base = g
         if last is not None and not g.atom and not last["atom"] and last["font"] == g.font \
                 and last["size"] == g.size and abs(last["origin"][1] - g.oy) < 0.05 * g.size:
             last["text"] += g.text
@@ -269,6 +276,11 @@ def glyph_spans(ordered: list[Glyph], size: float | None = None) -> list[dict]:
         spans.append({"text": g.text, "size": g.size, "font": g.font, "flags": 0, "origin": (g.x0, g.oy),
                       "bbox": [g.x0, g.y0, g.x1, g.y1], "atom": g.atom})
     return spans
+
+
+def _script_of(g: Glyph, base: Glyph) -> bool:
+    """`g` is set as a script of `base`: smaller, its baseline off base's (as `parse_math` tells scripts)."""
+    return g.size < 0.9 * base.size and abs(g.oy - base.oy) > 0.12 * base.size and not is_extension(base.font)
 
 
 def rewrite_line(line: dict, members: list[Glyph]) -> None:

@@ -101,11 +101,11 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
         weights[round(s["size"], 1)] += len(s["text"].strip())
     if not weights:
         return "".join(s["text"] for s in spans)
-    size = round(size, 1) if size else weights.most_common(1)[0][0]
+    size = round(size, 1) if size else _text_size(spans, weights)
     bases = Counter(round(s["origin"][1], 1) for s in spans if round(s["size"], 1) == size and s["text"].strip())
     base = bases.most_common(1)[0][0] if bases else spans[0]["origin"][1]
     # runs of spans of one kind: ("", text) or ("^"/"_", text, x0, x1)
-    runs: list[list] = []
+    runs: list[list] = []  # (and the spans of each)
     for s in spans:
         text = s["text"]
         if glyphs and (table := glyphs.get(s["font"])):
@@ -114,13 +114,22 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
         if runs and runs[-1][0] == kind and (kind == "" or not text[:1].isspace()):
             runs[-1][1] += text
             runs[-1][3] = s["bbox"][2]
+            runs[-1][4].append(s)
         else:
-            runs.append([kind, text, s["bbox"][0], s["bbox"][2]])
+            runs.append([kind, text, s["bbox"][0], s["bbox"][2], [s]])
+    for run in runs:
+        # a script of a script (lebl's e^{t^3}, hefferon's (...)^{p_1}): smaller again, off the
+        # script's own baseline; the script read as a line of its own, at its size
+        if run[0] and len(run[4]) > 1 and (inner := [x["size"] for x in run[4] if x["text"].strip()]) \
+                and min(inner) < _SMALL * max(inner):
+            lead = run[1][: len(run[1]) - len(run[1].lstrip())]
+            trail = run[1][len(run[1].rstrip()):] if run[1].strip() else ""
+            run[1] = lead + line_text(run[4], glyphs, size=max(inner)).strip() + trail
     out: list[str] = []
     i = 0
     while i < len(runs):
-        kind, text, x0, x1 = runs[i]
-        if kind == "^" and i + 1 < len(runs) and runs[i + 1][0] == "_" and _overlap(x0, x1, *runs[i + 1][2:]):
+        kind, text, x0, x1, _ = runs[i]
+        if kind == "^" and i + 1 < len(runs) and runs[i + 1][0] == "_" and _overlap(x0, x1, *runs[i + 1][2:4]):
             out.append(f"\\frac{{{text.strip()}}}{{{runs[i + 1][1].strip()}}}")  # small stacked numerator/denominator
             i += 2
             continue
@@ -133,6 +142,19 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
             out.append(text)
         i += 1
     return "".join(out)
+
+
+def _text_size(spans: list[dict], weights: Counter) -> float:
+    """The size most of a line's characters have, unless they are the scripts of a bigger size's
+    glyphs (more glyphs in an exponent than on the line: lebl's `2e^{cos(2x)+1} + 1`): every
+    one of them off the baseline of 3+ glyphs of a size they are small beside."""
+    size = weights.most_common(1)[0][0]
+    for big in sorted((b for b in weights if b * _SMALL > size and weights[b] >= 3), reverse=True):
+        rows = Counter(round(s["origin"][1], 1) for s in spans if round(s["size"], 1) == big and s["text"].strip())
+        row = rows.most_common(1)[0][0]
+        if all(_kind(s, big, row) for s in spans if round(s["size"], 1) == size and s["text"].strip()):
+            return big
+    return size
 
 
 def _base(ch: str) -> bool:
