@@ -101,3 +101,13 @@ def test_parts_with_no_stem_stand_alone():
                         "(a) f(n) = n + 1.\n(b) g(n) = n // 2.")
     assert parts == [("a", "(a) Define f: N -> N one-to-one, not onto.", "f(n) = n + 1"),
                      ("b", "(b) Define g: N -> N onto, not one-to-one.", "g(n) = n // 2")]
+
+
+def test_letters_past_h_only_continue_a_run():
+    letters = "abcdefghijkl"
+    question = "Which are equivalent?\n" + "\n".join(f"({k}) Statement {k}." for k in letters)
+    answer = "\n".join(f"({k}) verdict {k}." for k in letters)
+    assert [k for k, _, _ in split_parts(question, answer)] == list(letters)
+    # "(x)" of "f (x)" is no label after (b): the answer still splits into a and b
+    parts = split_parts("Let f be given.\n(a) Find f (1).\n(b) Find f (x).", "(a) f (x) = 1 at 1.\n(b) f (x) = x")
+    assert parts == [("a", "Let f be given.\n(a) Find f (1).", "f (x) = 1 at 1"), ("b", "Let f be given.\n(b) Find f (x).", "f (x) = x")]

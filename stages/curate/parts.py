@@ -27,9 +27,10 @@ from rlclimb.pipelines.stage import Record, Stage, StageConfig, StageContext
 from rlclimb.schemas.records import QAItem, qa_id
 
 # "(a)": not after a word or a closing bracket ("f(a)", "(x)(a)"); "a)": after a space or at the start
-_STYLES = {"paren": re.compile(r"(?<![\w)\]])\(([a-h])\)"), "close": re.compile(r"(?:^|(?<=\s))([a-h])\)")}
+_STYLES = {"paren": re.compile(r"(?<![\w)\]])\(([a-z])\)"), "close": re.compile(r"(?:^|(?<=\s))([a-z])\)")}
+_FREE = "abcdefgh"  # letters a label may have anywhere; later ones ("(x)" of "f (x)") only right after the one before
 # a label in a list of labels ("(a), (b) and (c)", "b), c), d),") or after "part": it names parts
-_LIST_NEXT = re.compile(r"\s*(?:[,;]|(?:and|or|et|ou|&)\s+\(?[a-h]\))")
+_LIST_NEXT = re.compile(r"\s*(?:[,;]|(?:and|or|et|ou|&)\s+\(?[a-z]\))")
 _LIST_PREV = re.compile(r"(?:[,;]|\b(?:and|or|et|ou|&))\s*$")
 _NAMED = re.compile(r"\b(?:parts?|partie|parties|question|questions)\s*$", re.I)
 _SENTENCE_END = re.compile(r"(?:[.:;!?]|\n)\s*$")
@@ -67,9 +68,9 @@ def _run(labels: list[_Label], *, from_start: bool) -> list[_Label]:
         if lab.mention:
             continue
         if not out:
-            if from_start or lab.letter == "a":
+            if from_start and lab.letter in _FREE or lab.letter == "a":
                 out.append(lab)
-        elif (lab.letter > out[-1].letter) if from_start else (ord(lab.letter) == ord(out[-1].letter) + 1):
+        elif ord(lab.letter) == ord(out[-1].letter) + 1 or from_start and out[-1].letter < lab.letter <= "h":
             out.append(lab)
     return out
 
@@ -121,7 +122,7 @@ def split_exercise(question: str, answer: str) -> Split:
     if not {lab.letter for lab in a_run} <= set(letters):
         return Split(refused="the answer labels a part the question does not have")
     for lab in q_all:  # a label of the question's style that jumps the run: a label was lost
-        if not lab.mention and lab.start > q_run[0].start and lab.letter > letters[-1] \
+        if not lab.mention and lab.start > q_run[0].start and letters[-1] < lab.letter <= "h" \
                 and ord(lab.letter) > ord(max(x.letter for x in q_run if x.start < lab.start)) + 1:
             return Split(refused=f"question labels jump to ({lab.letter})")
     parts, answers = _chunks(question, q_run), _chunks(answer, a_run)
