@@ -41,6 +41,9 @@ _COMMON_BIGRAMS = frozenset(
     "so sp ss st su ta te th ti to tr ts tw ty ua ub uc ue ul um un up ur us ut va ve vi we wh wi "
     "wo xa".split()
 )
+# the positions where one starts, counted by one regex search (overlapping: a lookahead)
+_COMMON_BIGRAM = re.compile("(?=" + "|".join(
+    f"{a}[{''.join(p[1] for p in sorted(_COMMON_BIGRAMS) if p[0] == a)}]" for a in sorted({p[0] for p in _COMMON_BIGRAMS})) + ")")
 _WORD = re.compile(r"\w+")
 _NOT_ASCII_LETTERS = bytes(c for c in range(256) if chr(c) not in string.ascii_letters)
 # What is left of a word when its fi / fl / ff ligature glyph maps to nothing ("de ne", "speci c",
@@ -110,23 +113,27 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
     private = len(_PRIVATE.findall(text)) if _PRIVATE.search(text) else 0
 
     # Scripts: only words with non-ASCII characters can mix alphabets.
+    # Each distinct word once, weighted by its count (a math page repeats its symbols), in the
+    # order of first occurrence: scripts enter `letters` in the same order (ties of the dominant
+    # script go to the one seen first).
     letters: Counter[str] = Counter({"LATIN": ascii_letters(text)})
-    profiles = [(w, _word_scripts(w)) for w in _NON_ASCII_WORD.findall(text)]
-    for _, scripts in profiles:
-        letters.update(dict(scripts))
+    profiles = [(w, k, _word_scripts(w)) for w, k in Counter(_NON_ASCII_WORD.findall(text)).items()]
+    for _, k, scripts in profiles:
+        for name, count in scripts:
+            letters[name] += count * k
     dominant = letters.most_common(1)[0][0] if sum(letters.values()) else "LATIN"
     tolerated = {dominant, "MATH", "UNKNOWN"} | ({"GREEK"} if dominant == "LATIN" else set())
     mixed = isolated = short_foreign = 0
-    for w, scripts in profiles:
+    for w, k, scripts in profiles:
         names = {name for name, _ in scripts}
         if not names - tolerated:
             continue
         if len(names) > 1:
-            mixed += len(w)  # "Иx": letters of two alphabets inside one word
+            mixed += len(w) * k  # "Иx": letters of two alphabets inside one word
         elif scripts[0][1] == 1:
-            isolated += 1  # a lone foreign letter, where a digit stood
+            isolated += k  # a lone foreign letter, where a digit stood
         elif len(w) <= 3:
-            short_foreign += 1
+            short_foreign += k
     # digits that all came out as letters: a page of Latin text without a single digit, but
     # with short words of another alphabet ("the sum of ИЖ and ИЛ")
     no_digits = dominant == "LATIN" and short_foreign + isolated >= 3 and not any(map(text.__contains__, "0123456789"))
@@ -140,7 +147,7 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
     bigram_share = 1.0
     if dominant == "LATIN" and len(latin) >= 30:
         sample = " ".join(latin[:120])  # letter pairs across the spaces are in no list
-        hits = sum(map(_COMMON_BIGRAMS.__contains__, map(str.__add__, sample, sample[1:])))
+        hits = len(_COMMON_BIGRAM.findall(sample))
         bigram_share = hits / (len(sample) - 2 * min(len(latin), 120) + 1)  # the words' letter pairs
         # real pages: >= 0.68 of pairs are common (worst page of the development textbooks)
         floor = 0.7 if function_share < 0.05 else 0.55  # no "the", "of", "and": be stricter
