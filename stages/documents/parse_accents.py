@@ -220,6 +220,12 @@ _COMBINING_SET = frozenset(_COMBINING)  # (asked of every line: a set's test run
 # a mark before a letter (and its script); a word right before it had a space the mark filled
 _MARKED = re.compile(rf"(?P<word>[^\W\d_]{{2}})?[{_COMBINING}](?P<letter>[^\s{_COMBINING}])")
 
+# a mark before the opening or close of a piece another pass rebuilt ("⃗\\frac{v", "s⃗}{s",
+# "\\frac{m}{M+m⃗}v"): MuPDF gives a combining mark the place of the glyph before it in the
+# content stream, so the fraction pass put the mark of a numerator's (denominator's, the next
+# glyph's) first letter on the row before; TeX drew it right before its letter, which comes next
+_ACROSS = re.compile(rf"[{_COMBINING}](?P<skip>\s*(?:\\frac\{{|\}}\{{?)+)(?P<letter>[^\W_])")
+
 
 # a spacing accent right after a lone letter, where a pass that ordered glyphs by their middles
 # put it (an accent over an italic letter is skewed right of it): "xˆ + yˆ", "tˆ_{1}"
@@ -240,6 +246,11 @@ def attach_marks(blocks: list[dict]) -> int:
         placed += 1
         return f"{m['word'] + ' ' if m['word'] else ''}\\{_ACCENTS[m[0][-2]][0]}{{{m['letter']}}}"
 
+    def across(m: re.Match) -> str:
+        nonlocal placed
+        placed += 1
+        return f"{m['skip']}\\{_ACCENTS[m[0][0]][0]}{{{m['letter']}}}"
+
     def after(m: re.Match) -> str:
         nonlocal placed
         placed += 1
@@ -256,7 +267,7 @@ def attach_marks(blocks: list[dict]) -> int:
         if hangs and k + 1 < len(lines) and lines[k + 1]["text"][:1].strip():
             lines[k + 1]["_mark"] = text[-1] + lines[k + 1].get("_mark", "")  # the next line's first letter's
             text = text[:-1] if text[-1] in _SPACING else text[:-1].rstrip()  # (its word ended before it)
-        ln["text"] = _MARKED.sub(accent, text)
+        ln["text"] = _MARKED.sub(accent, _ACROSS.sub(across, text))
     for ln in lines:
         if any(c in _SPACING for c in ln["text"]):
             ln["text"] = _BEFORE.sub(after, _AFTER.sub(after, ln["text"]))
