@@ -23,11 +23,13 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 _SCRIPT_CACHE: dict[str, str] = {}
 _UNMAPPED = re.compile(r"[\ufff0-\uffff]|\(cid:\d+\)|/uni[0-9A-Fa-f]{4}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
 _PRIVATE = re.compile(r"[\ue000-\uf8ff\U000f0000-\U0010ffff]")
+_NON_ASCII_LETTER = re.compile(r"[^\W\x00-\x7f]")  # what every `_NON_ASCII_WORD` holds: one C scan, no lookahead per word
 _NON_ASCII_WORD = re.compile(r"(?<!\w)(?=\w*[^\W\x00-\x7f])\w+")  # words with a non-ASCII letter (from word starts: linear)
 _LATIN_WORD = re.compile(r"(?<![\w])[a-z]{3,}(?![\w])")
 # Letter pairs that make up 90% of the pairs in English textbook prose (measured on the
@@ -41,9 +43,6 @@ _COMMON_BIGRAMS = frozenset(
     "so sp ss st su ta te th ti to tr ts tw ty ua ub uc ue ul um un up ur us ut va ve vi we wh wi "
     "wo xa".split()
 )
-# the positions where one starts, counted by one regex search (overlapping: a lookahead)
-_COMMON_BIGRAM = re.compile("(?=" + "|".join(
-    f"{a}[{''.join(p[1] for p in sorted(_COMMON_BIGRAMS) if p[0] == a)}]" for a in sorted({p[0] for p in _COMMON_BIGRAMS})) + ")")
 _WORD = re.compile(r"\w+")
 _NOT_ASCII_LETTERS = bytes(c for c in range(256) if chr(c) not in string.ascii_letters)
 # What is left of a word when its fi / fl / ff ligature glyph maps to nothing ("de ne", "speci c",
@@ -83,6 +82,12 @@ def ascii_letters(text: str) -> int:
 
 
 @lru_cache(maxsize=1 << 16)
+def _common_pairs(word: str) -> int:
+    """How many of a word's letter pairs are `_COMMON_BIGRAMS` (prose repeats its words)."""
+    return sum(map(_COMMON_BIGRAMS.__contains__, map(str.__add__, word, word[1:])))
+
+
+@lru_cache(maxsize=1 << 16)
 def _word_scripts(word: str) -> tuple[tuple[str, int], ...]:
     """(script, letter count) pairs of a word, most letters first."""
     counts = Counter(script_of(c) for c in word)
@@ -117,7 +122,7 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
     # order of first occurrence: scripts enter `letters` in the same order (ties of the dominant
     # script go to the one seen first).
     letters: Counter[str] = Counter({"LATIN": ascii_letters(text)})
-    profiles = [(w, k, _word_scripts(w)) for w, k in Counter(_NON_ASCII_WORD.findall(text)).items()]
+    profiles = [(w, k, _word_scripts(w)) for w, k in Counter(_NON_ASCII_WORD.findall(text) if _NON_ASCII_LETTER.search(text) else ()).items()]
     for _, k, scripts in profiles:
         for name, count in scripts:
             letters[name] += count * k
@@ -143,11 +148,12 @@ def assess(text: str, min_chars: int = 20, threshold: float = 0.8) -> Quality:
     words = len(tokens) - sum(map(str.isdigit, tokens))
     function_share = sum(map(_FUNCTION_WORDS.__contains__, tokens)) / max(words, 1)
     gibberish = 0.0
-    latin = _LATIN_WORD.findall(low, 0, 4000)  # a sample of the page's words is enough
+    # a sample of the page's words is enough: its first 120 within 4000 characters (the scan stops there)
+    latin = [m.group() for m in islice(_LATIN_WORD.finditer(low, 0, 4000), 120)]
     bigram_share = 1.0
     if dominant == "LATIN" and len(latin) >= 30:
-        sample = " ".join(latin[:120])  # letter pairs across the spaces are in no list
-        hits = len(_COMMON_BIGRAM.findall(sample))
+        sample = " ".join(latin)  # letter pairs across the spaces are in no list: counted per word
+        hits = sum(map(_common_pairs, latin))
         bigram_share = hits / (len(sample) - 2 * min(len(latin), 120) + 1)  # the words' letter pairs
         # real pages: >= 0.68 of pairs are common (worst page of the development textbooks)
         floor = 0.7 if function_share < 0.05 else 0.55  # no "the", "of", "and": be stricter
