@@ -79,3 +79,21 @@ def test_a_rebuilt_fraction_right_after_its_base_is_its_exponent():
     members[2] = _glyph("\\frac{3}{2}", 151.0, 155.0, 268.7, 12.0, atom=True)
     rewrite_line(line, members)
     assert line["text"] == "at \\frac{3}{2})"
+
+
+def test_a_small_fraction_whose_denominator_runs_on_into_the_text(tmp_path):
+    # ostp p125: "(b) 16ρ_wgbh^3" for (b) \frac{1}{6}ρ_w g b h^3: MuPDF ran the denominator's line on
+    # into the text after it, the numerator a line of its own at its left: no cue for the pass.
+    # TeX's text-style fraction as ostp has it (12 pt text, 8 pt rows): numerator 0.39 of the text
+    # size over the row's baseline, denominator 0.26 under it, the bar on the axis
+    w = Writer()
+    x = w.text(72, 100, "(b)") + 7  # (ostp's gap: MuPDF makes the label a line of its own)
+    small = 2 / 3 * S
+    width = FONT.text_length("6", fontsize=small)
+    w.text(x, 100 - 0.39 * S, "1", small)
+    w.text(x, 100 + 0.26 * S, "6", small)
+    w.rule(x, x + width, 100 - 0.25 * S)
+    w.text(x + width + 1, 100, "ρgbh")
+    w.text(72, 150, "Plain text.")
+    lines = parse_lines(w.save(tmp_path / "runon.pdf"))
+    assert lines[0] == "(b) \\frac{1}{6}ρgbh", lines

@@ -74,7 +74,11 @@ def wants_stacked(blocks: list[dict]) -> bool:
             # the text after it ("a(x)." under "y = b(x)", "2 + 9" under "y = e^x + x2")
             inside = inside or ox0 + 0.5 * size < x0 < ox1 - 0.2 * size < ox1 < x1
             same = abs(ox0 - x0) < 0.5 * size and abs(ox1 - x1) < 0.5 * size and ox1 - ox0 < 14 * size
-            if inside or same:
+            # or a short numerator over a denominator of its width that MuPDF ran on into the
+            # text after it (ostp's "1" over "6ρwgbh3": \frac{1}{6}ρ_w g b h^3): only a cue (the
+            # glyph pass asks for the bar)
+            run_on = oy > y and abs(ox0 - x0) < 0.5 * size and x1 - x0 < 3 * size and ox1 > x1 + size
+            if inside or same or run_on:
                 return True
     return False
 
