@@ -53,7 +53,7 @@ from pydantic import BaseModel
 
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
-from .common import Action, CurateConfig, CurateStage, flag, kept
+from .common import Action, CurateConfig, CurateStage, add_tag, flag, kept
 
 
 @dataclass(frozen=True)
@@ -710,12 +710,57 @@ def verification(question: str) -> Finding | None:
     return None
 
 
-def checkability(answer: str, answer_type: str | None, max_words: int) -> Finding | None:
+# a value a checker can parse: a number, a formula with an operator or a relation, LaTeX math
+_VALUE_TOKEN = re.compile(r"\d|\\(?:frac|binom|sqrt|begin|int|sum|pi|infty)\b|[=≡≤≥<>∈×^_]|(?<![A-Za-z])[A-Za-z]\s*\(")
+
+
+def stated_value(answer: str) -> bool:
+    """The answer holds something a checker could compare beside its words (a digit, a formula)."""
+    return bool(_VALUE_TOKEN.search(re.sub(r"\((?:[a-z]|[ivx]+)\)", " ", answer)))  # "(a)" labels are not values
+
+
+# "Yes. ...", "Non puisque ...", "Neither. ...": a verdict opens the answer, the words after justify it
+_VERDICT_OPENING = re.compile(r"\s*(?:(?:yes|oui|non|ja|nein|true|false|vrai|faux)\b(?!-)|(?:no|neither|both|none)\s*[.,;:!])", re.I)
+
+
+def _verdict_opening(answer: str) -> bool:
+    return bool(_VERDICT_OPENING.match(answer))
+
+
+def _asks_yes_no(question: str) -> bool:
+    return any(_YES_NO.match(x) or _YES_NO_FR.search(x) for x in _sentences(question) if x.rstrip().endswith("?"))
+
+
+# an ask with one closed answer (a count, a named quantity, the values that satisfy a condition): a
+# value stated in its prose is the answer; "Give two ...", "Find a matrix such that ...", "Define ..."
+# ask for one of many and are not here
+_CLOSED_ASK = re.compile(
+    r"\bhow\s+(?:many|much|high|far|long|fast|large|big|heavy|tall|deep|wide|often)\b"
+    r"|\bat\s+what\s+(?:rate|speed|time|angle|height|distance|temperature)\b"
+    r"|\bwhat\s+(?:is\s+the\s+|are\s+the\s+|will\s+(?:be\s+)?(?:the\s+|its\s+)?|would\s+(?:be\s+)?(?:the\s+)?)?"
+    r"(?:remainder|rate|speed|velocity|value|values|size|sizes|length|time|number|probability|distance|mass|energy|force|final)\b"
+    r"|\bwhich\s+(?:real\s+|positive\s+|complex\s+)?(?:numbers?|values?|integers?)\b"
+    r"|\b(?:find|compute|calculate|determine|evaluate)\s+(?:the\s+)?(?:derivative|\\frac\{d|dy/dx|numerical\s+values?|value|values|number|remainder)\b"
+    r"|\bcombien\b|\bquel(?:le)?s?\s+(?:est|sont|sera)\b|\btrouvez\s+(?:la|le|les)\s+(?:masse|valeur|valeurs|nombre|temps|vitesse)\b",
+    re.I)
+_YES_NO_FR = re.compile(r"^\s*(?:est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-(?:t-)?(?:il|elle|on)s?\b[^?]*\?\s*$", re.I)
+# the answer picks one of many or only points the way: its value is not the answer
+_ONE_OF_MANY = re.compile(r"\bwe\s+(?:could|can|may)\s+(?:take|choose|pick|use)\b|\bhere\s+(?:are|is)\s+(?:one|two|some|an?)\b"
+                          r"|\bone\s+(?:such|possible|example)\b|\bfor\s+(?:example|instance)\b|\be\.g\.|\bor\s+[A-Za-z]\s*=", re.I)
+
+
+def checkability(answer: str, answer_type: str | None, max_words: int, question: str | None = None) -> Finding | None:
     """A text answer the checker compares as text: short names and verdicts only."""
     if answer_type != "text":
         return None
     words = re.findall(r"[A-Za-z]{2,}", answer)
     if len(words) > max_words:
+        # prose that carries a value ("3^n, since there are 3 choices ...", "... has roots x = 16 and
+        # x = 4.", "At the rate of \\frac{8}{r} square feet per second.") may state the answer among its
+        # words: no rule can tell, a judge can; prose with no value and no verdict states nothing to compare
+        if len(words) <= 4 * max_words and question is not None and not _ONE_OF_MANY.search(answer) and (
+                stated_value(answer) and _CLOSED_ASK.search(question) or _verdict_opening(answer) and _asks_yes_no(question)):
+            return Finding("not_checkable", f"a prose answer of {len(words)} words that states a value", False)
         return Finding("not_checkable", f"a prose answer of {len(words)} words", True)
     if len(words) > max_words // 2:  # a sentence with no verdict and no value ("If you are American, then ...") states nothing to compare
         from .qtype import verdict_value
@@ -759,8 +804,9 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
                 other_dimension(q, a), open_ended(q, a), verification(q)]
         if "statement_answer" not in (record.get("tags") or []):  # a statement or a verdict in words: a judge grades it
-            out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type")),
-                    checkability(a, record.get("answer_type"), max_text_words)]
+            out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type"))]
+            if "long_form_answer" not in (record.get("tags") or []):  # verifiable kept a verdict-led answer for a judge
+                out.append(checkability(a, record.get("answer_type"), max_text_words, q))
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out.append(computed_mismatch(q, a))  # after the damage it often explains
@@ -792,7 +838,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "13"
+    version = "14"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -806,6 +852,8 @@ class UsabilityStage(CurateStage):
             result = flag(record, self.config.on_unsure, f"maybe_{f.reason}", f.detail)
             if isinstance(result, Drop):
                 return Drop(f.reason, f.detail)
+            if f.reason == "not_checkable":  # prose holding a value: only a judge grades it (train skips these)
+                add_tag(record, "needs_judge")
         return record
 
     async def llm(self, record: Record, ctx: StageContext):

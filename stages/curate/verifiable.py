@@ -110,6 +110,24 @@ def prose_final(question: str, answer: str) -> str | None:
     return (values[0].group(1) + (values[0].group(2) or "")).strip()
 
 
+# "Yes. Consider H = ...", "Oui une solution existe. Car ...": a long answer that opens with its verdict
+_VERDICT_LEAD = re.compile(r"^\W*(?:yes|no|oui|non|vrai|faux|true|false|ja|nein)\b(?!-)", re.I)
+_YES_NO_SENTENCE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were"
+                              r"|est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-t-(?:il|elle|on)\b|-(?:il|elle|on)s?\b", re.I)
+_WHY_SENTENCE = re.compile(r"^\s*(?:why|pourquoi|explain|justify|expliquez|justifiez)\b", re.I)
+
+
+def verdict_led(question: str, answer: str) -> bool:
+    """Every ask of the question is a yes/no one (a "why?" after it asks for the reasons) and the
+    answer opens with yes or no: the verdict is there, the rest argues it. A rule cannot tell whether
+    the reasons answer a second ask, so the caller keeps the item for a judge instead of dropping it."""
+    if not _VERDICT_LEAD.match(answer):
+        return False
+    asks = [x.strip() for x in re.split(r"(?<=[.?!])\s+|\n+", question) if x.rstrip().endswith("?")]
+    return bool(asks) and any(_YES_NO_SENTENCE.search(x) for x in asks) \
+        and all(_YES_NO_SENTENCE.search(x) or _WHY_SENTENCE.match(x) for x in asks)
+
+
 def _words(text: str) -> int:
     return len(re.findall(r"[A-Za-z]{2,}", text))
 
@@ -261,7 +279,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "9"
+    version = "10"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -326,6 +344,10 @@ class VerifiableStage(CurateStage):
             elif _words(a) > self.config.max_answer_words and (final := worked_final(q, a)) is not None:
                 record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
+            if verdict_led(q, a):  # a verdict, then its reasons: graded by a judge, not dropped
+                record["answer_type"] = "text"
+                record["tags"] = sorted({*(record.get("tags") or []), "needs_judge", "long_form_answer"})
+                return record
             return Drop("long_form_answer", f"{_words(a)} words and no stated final answer")
         record["answer_type"] = infer_answer_type(record["answer"], choices=record.get("choices") or [],
                                                   question_type=qtype)

@@ -118,6 +118,13 @@ def worked_final(question: str, answer: str) -> str | None:
             and not re.search(r"\d|\\binom", last[m.end():]):  # "there are 5 stars and 9 bars, giving us \binom{14}{9}": the later one
         value = m.group("v")
         value = value.rsplit("=", 1)[1] if "=" in value else value
+        # "in total there are four possible Jordan forms": "in total" opened the match; the count is
+        # the number after "there are", and the words after it name what is counted
+        value = re.sub(r"^\s*there\s+(?:are|is|were)\s+(?:a\s+total\s+of\s+)?", "", value, flags=re.I)
+        head = value.split()
+        if len(head) > 1 and (head[0].lower() in _NUMBER_WORDS or head[0].isdigit()) \
+                and all(re.fullmatch(r"[A-Za-z]+", x) for x in head[1:]):
+            value = head[0]
         value = _NUMBER_WORDS.get(value.strip().lower(), value)
         if re.search(r"\d|\\binom|[A-Z]\(\d", value):
             return _clean_value(value, question)

@@ -1,0 +1,108 @@
+"""Curation's yield (round 8): answers a rule cannot grade but that state their answer are kept for
+a judge (`needs_judge`) instead of dropped; answers that state nothing, or one of many, still drop.
+Items are written in the style of textbook keys (counting, linear algebra, ODE and physics books),
+not copied from any one book."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlclimb.pipelines.stage import Drop, StageContext
+from rlclimb.stages.curate.usability import UsabilityStage, checkability
+from rlclimb.stages.curate.verifiable import VerifiableStage, verdict_led
+from rlclimb.stages.curate.worked import worked_final
+
+CTX = StageContext()
+
+
+def rec(question, answer, answer_type="text"):
+    return {"question": question, "answer": answer, "answer_type": answer_type, "tags": [], "meta": json.dumps({})}
+
+
+# ---- usability: prose that carries a value, for an ask with one closed answer ------------------------
+
+@pytest.mark.parametrize("question,answer", [
+    ("How many 4-letter words can be formed from the letters A to F if letters may repeat?",
+     "6^4, since each of the four positions can hold any of the six letters"),
+    ("A cylindrical tank is filled at 2 cubic metres per minute. At what rate is the water level rising when it is 3 m deep?",
+     "At the rate of \\frac{2}{9π} metres per minute, whatever the depth of the water."),
+    ("For which real numbers t is the matrix \\begin{pmatrix} t & 2 \\\\ 2 & t \\end{pmatrix} singular? Which values of t make it so?",
+     "Setting its determinant t^2 − 4 to zero gives the roots t = 2 and t = −2 as the only values."),
+    ("Peut-on résoudre y′ = 1/x avec y(0) = 1?", "Non car la fonction 1/x n’est pas définie au point x = 0 et donc aucune solution n’existe."),
+])
+def test_prose_with_a_value_for_a_closed_ask_is_kept_for_a_judge(question, answer):
+    out = UsabilityStage().embedded(rec(question, answer), CTX)
+    assert not isinstance(out, Drop), out
+    assert {"maybe_not_checkable", "needs_judge"} <= set(out["tags"])
+
+
+@pytest.mark.parametrize("question,answer", [
+    # no value and no verdict: nothing to compare
+    ("How many edges does the graph have?", "The graph has as many edges as half the sum of the degrees of its vertices, whatever its shape."),
+    # one of many: a construction, not the answer
+    ("Find a nonzero 2 × 2 matrix whose square is the zero matrix and say why it works.",
+     "We could take A = \\begin{pmatrix} 0 & 1 \\\\ 0 & 0 \\end{pmatrix} or A = \\begin{pmatrix} 0 & 0 \\\\ 1 & 0 \\end{pmatrix}, both square to zero."),
+    # an open ask ("Give two ...") with values in its prose: not a closed ask
+    ("Give two sets that have the same number of elements but are not equal as sets of integers.",
+     "Here are two of them with the same size: {1, 2} and {3, 4}, neither contains the other one."),
+])
+def test_prose_that_states_no_answer_still_drops(question, answer):
+    out = UsabilityStage().embedded(rec(question, answer), CTX)
+    assert isinstance(out, Drop) and out.reason == "not_checkable", out
+
+
+def test_a_long_prose_answer_drops_even_with_a_value():
+    words = " ".join(["because the reasoning goes on"] * 10)
+    found = checkability(f"The count is 12 {words}.", "text", 8, "How many subsets are there?")
+    assert found is not None and found.sure
+
+
+# ---- verifiable: a long answer that opens with its verdict ------------------------------------------
+
+YES_NO_Q = ("Is there a 2 × 2 matrix A, other than the identity, with A^2 = I? Can such a matrix be diagonal?")
+YES_NO_A = ("Yes. Take A = \\begin{pmatrix} 1 & 0 \\\\ 0 & −1 \\end{pmatrix}; squaring it multiplies each diagonal entry by itself, "
+            "which gives one in both places, and so A^2 is the identity while A itself is not. This example is also diagonal, "
+            "so a diagonal one exists as well.")
+
+
+def test_a_verdict_led_long_answer_is_kept_for_a_judge():
+    out = VerifiableStage().embedded({"question": YES_NO_Q, "answer": YES_NO_A, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop), out
+    assert {"needs_judge", "long_form_answer"} <= set(out["tags"]) and out["answer_type"] == "text"
+    # usability does not drop it again as prose: verifiable decided a judge grades it
+    assert not isinstance(UsabilityStage().embedded(out, CTX), Drop)
+
+
+@pytest.mark.parametrize("question,answer,led", [
+    ("Existe-t-il une solution pour tout x? Pourquoi ou pourquoi pas?", "Oui, car f est continue partout.", True),
+    (YES_NO_Q, YES_NO_A, True),
+    # a second ask that is not yes/no wants more than the verdict
+    ("Is the graph planar? How many faces does it have?", "Yes. By Euler's formula it has 4 faces.", False),
+    # no verdict first: an argument
+    ("Is every subgroup of an abelian group normal?", "Let H be a subgroup and g an element; then gH = Hg.", False),
+])
+def test_verdict_led(question, answer, led):
+    assert verdict_led(question, answer) is led
+
+
+def test_a_long_answer_without_a_verdict_still_drops():
+    q = "Is the set of invertible 2 × 2 matrices a subspace of the space of all 2 × 2 matrices?"
+    a = ("Consider the zero matrix, which every subspace must contain; it has determinant zero and so it is not invertible, "
+         "and also the sum of the identity and its negative is the zero matrix, which again fails to be invertible here.")
+    out = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "open", "tags": []}, CTX)
+    assert isinstance(out, Drop) and out.reason == "long_form_answer"
+
+
+# ---- worked: "in total there are four ..." ----------------------------------------------------------
+
+@pytest.mark.parametrize("last,final", [
+    ("So in total there are four possible necklaces.", "4"),
+    ("In all there are 12 different arrangements.", "12"),
+])
+def test_a_count_stated_after_in_total_there_are(last, final):
+    q = "How many different necklaces can be made from three red and one blue bead?"
+    a = ("We count orbits under rotation and reflection. The blue bead can sit anywhere, so fix it at the top; the red beads "
+         "then fill the other places and every rotation maps one choice onto another. " + last)
+    assert worked_final(q, a) == final
