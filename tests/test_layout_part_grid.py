@@ -129,3 +129,11 @@ def test_a_cell_line_that_crosses_a_column_is_no_grid():
         _put(p, 101, 114, "a long line that runs on past the start of the second column here")
     lines = _lines(draw)
     assert lines == ["a) short", "b) other", "a long line that runs on past the start of the second column here"], lines
+
+
+def test_a_grid_filled_down_its_columns_reads_in_letter_order():
+    def draw(p):  # (a) (c) / (b) (d), drawn column by column as such books' streams run
+        for x, col in [(86, [("(a)", "A and B"), ("(b)", "B and C")]), (320, [("(c)", "A or B"), ("(d)", "A and (B or C)")])]:
+            for j, (label, text) in enumerate(col):
+                _put(p, x, 100 + 23 * j, f"{label} {text}")
+    assert _lines(draw) == ["(a) A and B", "(b) B and C", "(c) A or B", "(d) A and (B or C)"]

@@ -298,7 +298,8 @@ def _grid_order(lines: list[dict]) -> list[dict]:
     one height, letters going up left to right; its columns start at those labels' x. The
     grid's lines are those between the lines that start left of its first column or cross a
     column's edge; each is given to the column it starts in and, within the column, to the
-    label of its block of lines (blocks split at vertical gaps wider than half a line)."""
+    label of its block of lines (blocks split at vertical gaps wider than half a line). Cells go
+    in their letters' order, so a grid filled down its columns (a c / b d) reads a, b, c, d too."""
     anchors = [(i, ln) for i, ln in enumerate(lines) if (m := _PART_LABEL.match(ln["text"]))]
     if len(anchors) < 2:
         return lines
@@ -369,24 +370,28 @@ def _grid_region(lines: list[dict], anchor_idx: list[int], cols: list[float]) ->
             near = min(owned, key=lambda o: max(o[1][0]["y0"] - bottom, top - max(ln["y1"] for ln in o[1])))
             near[1].extend(run)
         cells.extend((a, k, run) for a, run in owned)
+    letters = [_PART_LABEL.match(c[0]["text"]).group(1) for c in cells]
+    if len(set(letters)) == len(letters):  # in letter order: across rows (a b / c d) or down columns (a c / b d)
+        ordered = [c for _, c in sorted(zip(letters, cells, strict=True), key=lambda lc: lc[0])]
+    else:  # row by row (grid rows: labels at one height), left to right
+        rows: list[list[tuple[dict, int, list[dict]]]] = []
+        for cell in sorted(cells, key=lambda c: (c[0]["y0"] + c[0]["y1"]) / 2):
+            mid = (cell[0]["y0"] + cell[0]["y1"]) / 2
+            if rows and any(c[0]["y0"] <= mid <= c[0]["y1"] for c in rows[-1]):
+                rows[-1].append(cell)
+            else:
+                rows.append([cell])
+        ordered = [c for row in rows for c in sorted(row, key=lambda c: c[1])]
     out: list[dict] = []
-    rows: list[list[tuple[dict, int, list[dict]]]] = []
-    for cell in sorted(cells, key=lambda c: (c[0]["y0"] + c[0]["y1"]) / 2):  # grid rows: labels at one height
-        mid = (cell[0]["y0"] + cell[0]["y1"]) / 2
-        if rows and any(c[0]["y0"] <= mid <= c[0]["y1"] for c in rows[-1]):
-            rows[-1].append(cell)
-        else:
-            rows.append([cell])
-    for row in rows:
-        for _, _, run in sorted(row, key=lambda c: c[1]):
-            cell = _line_order(run)
-            k = next(j for j, ln in enumerate(cell) if any(ln is a for a in anchors))
-            if k:  # the label is centred on its cell (a system of equations): it still leads the cell
-                m = _PART_LABEL.match(cell[k]["text"])
-                rest = cell[k]["text"][m.end():].strip()
-                label = {**cell[k], "text": m.group(0).strip()}
-                cell = [label, *cell[:k], *([{**cell[k], "text": rest}] if rest else []), *cell[k + 1:]]
-            out.extend(cell)
+    for _, _, run in ordered:
+        cell = _line_order(run)
+        k = next(j for j, ln in enumerate(cell) if any(ln is a for a in anchors))
+        if k:  # the label is centred on its cell (a system of equations): it still leads the cell
+            m = _PART_LABEL.match(cell[k]["text"])
+            rest = cell[k]["text"][m.end():].strip()
+            label = {**cell[k], "text": m.group(0).strip()}
+            cell = [label, *cell[:k], *([{**cell[k], "text": rest}] if rest else []), *cell[k + 1:]]
+        out.extend(cell)
     return lo, hi, out
 
 
