@@ -106,3 +106,30 @@ def test_a_count_stated_after_in_total_there_are(last, final):
     a = ("We count orbits under rotation and reflection. The blue bead can sit anywhere, so fix it at the top; the red beads "
          "then fill the other places and every rotation maps one choice onto another. " + last)
     assert worked_final(q, a) == final
+
+
+# ---- usability: two asks that are one, a conditional follow-up the answer covers ----------------------
+
+@pytest.mark.parametrize("question,answer,answer_type", [
+    ("Which of the following rings are integral domains? If the ring is an integral domain, is it also a field? (b) Z_7",
+     "Z_7 is a field", "text"),
+    ("Which of the following maps are linear? If the map is linear, what is its null space? (a) T(x, y) = (x + y, 0)",
+     "is linear with null space the line y = −x", "text"),
+    ("A crate slides 5 m across a floor at constant speed. (c) What is the total work done on the crate? Calculate the total work and explain.",
+     "0 J", "numeric"),
+])
+def test_follow_up_asks_the_answer_covers_are_not_partial(question, answer, answer_type):
+    out = UsabilityStage().embedded(rec(question, answer, answer_type), CTX)
+    assert not isinstance(out, Drop), out
+
+
+@pytest.mark.parametrize("question,answer", [
+    # the follow-up names a thing the answer does not: the degree is not given
+    ("Find a basis for the extension Q(√5) over Q. What is the degree of the extension?", "{1, √5}"),
+    # a conditional follow-up left unanswered
+    ("Which of the following maps are homomorphisms? If the map is a homomorphism, what is the kernel? (c) φ(n) = 3n",
+     "φ is a homomorphism"),
+])
+def test_an_unanswered_second_ask_is_still_partial(question, answer):
+    out = UsabilityStage().embedded(rec(question, answer), CTX)
+    assert isinstance(out, Drop) and out.reason == "partial_answer", out

@@ -228,6 +228,37 @@ _ASK_HEAD = re.compile(r"\b(?:find|compute|calculate|determine|give|state)\s+(?:
 _FORMAT_ONLY = re.compile(r"\s*(?:give|express|state|write|round|present)\s+(?:your|the|all\s+(?:your|the))\s+(?:final\s+)?(?:answers?|results?)\b", re.I)
 
 
+_ASK_FILLER = {"what", "which", "find", "compute", "calculate", "determine", "give", "state", "explain", "your", "result", "answer",
+               "also", "this", "that", "these", "those", "then", "with", "from", "each", "following", "does", "done", "have", "there",
+               "quel", "quelle", "quels", "quelles", "trouvez", "calculez", "donnez", "expliquez", "votre", "cette", "alors"}
+
+
+def _content(text: str) -> set[str]:
+    return {w.casefold()[:6] for w in re.findall(r"[A-Za-zÀ-ÿ]{4,}", re.sub(r"\\[A-Za-z]+", " ", text))} - \
+        {w[:6] for w in _ASK_FILLER}
+
+
+def _same_ask(first: str, last: str) -> bool:
+    """"What is the total work done? Calculate the total work and explain your result.": the second
+    sentence asks again for what the first asks (two content words in common): one ask."""
+    return len(_content(first) & _content(last)) >= 2
+
+
+_CONDITIONAL_ASK = re.compile(r"^\s*(?:if|si)\b[^,?]*,\s*(?P<ask>[^?]*)\?", re.I)
+
+
+def _follow_up_answered(last: str, first: str, answer: str) -> bool:
+    """"If the set is a ring, is it also a field?" answered "... is a field"; "If the map is a
+    homomorphism, what is the kernel?" answered "... with kernel {1}": the conditional follow-up names
+    a thing the first ask does not, and the answer names it too: it answers the follow-up, and with
+    it the first ask (a field is a ring; a kernel is only given for a homomorphism)."""
+    m = _CONDITIONAL_ASK.match(last)
+    if m is None:
+        return False
+    named = _content(m.group("ask")) - _content(first)
+    return bool(named) and bool(named & _content(answer))
+
+
 def partial_answer(question: str, answer: str, answer_type: str | None = None) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
@@ -251,6 +282,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         missing = [x for x in named if x not in answer]
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
+        if _same_ask(asks[0], asks[-1]) or _follow_up_answered(asks[-1], asks[0], answer):
+            return None
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks) \
                 or len(re.findall(r"(?<![<>!=≤≥])=(?!=)", answer)) >= len(asks):  # "n = 2, n = 11.": one stated value per ask
@@ -765,7 +798,7 @@ def checkability(answer: str, answer_type: str | None, max_words: int, question:
     if len(words) > max_words // 2:  # a sentence with no verdict and no value ("If you are American, then ...") states nothing to compare
         from .qtype import verdict_value
 
-        bare_prose = len(words) >= 6 and verdict_value(answer) is None and not re.search(r"\d", answer)
+        bare_prose = len(words) >= 6 and verdict_value(answer) is None and not stated_value(answer)  # a formula is a value too
         return Finding("not_checkable", f"a prose answer of {len(words)} words" + (", no value or verdict" if bare_prose else ""), bare_prose)
     return None
 
