@@ -111,3 +111,11 @@ def test_letters_past_h_only_continue_a_run():
     # "(x)" of "f (x)" is no label after (b): the answer still splits into a and b
     parts = split_parts("Let f be given.\n(a) Find f (1).\n(b) Find f (x).", "(a) f (x) = 1 at 1.\n(b) f (x) = x")
     assert parts == [("a", "Let f be given.\n(a) Find f (1).", "f (x) = 1 at 1"), ("b", "Let f be given.\n(b) Find f (x).", "f (x) = x")]
+
+
+def test_a_letter_in_notation_is_no_lost_label():
+    # "N (h)": the nullspace of h, not a part (h) after (a) -- no jump, the exercise splits
+    question = "For h: P_3 -> P_3 find these.\n(a) N (h) (b) h^{-1}(2 - x^3) (c) h^{-1}(1 + x^2)"
+    answer = "(a) The nullspace is {a_3 x^3}.\n(b) The set {2 - 2x}.\n(c) The empty set."
+    assert [k for k, _, _ in split_parts(question, answer)] == ["a", "b", "c"]
+    assert split_exercise("Find.\n(a) x\n(b) y\n(d) z", "(a) 1 (b) 2").refused  # a real jump, at a line start

@@ -121,8 +121,9 @@ def split_exercise(question: str, answer: str) -> Split:
     letters = [lab.letter for lab in q_run]
     if not {lab.letter for lab in a_run} <= set(letters):
         return Split(refused="the answer labels a part the question does not have")
-    for lab in q_all:  # a label of the question's style that jumps the run: a label was lost
+    for lab in q_all:  # a label of the question's style that jumps the run, set as labels are: one was lost
         if not lab.mention and lab.start > q_run[0].start and letters[-1] < lab.letter <= "h" \
+                and (lab.line_start or _SENTENCE_END.search(question[: lab.start])) \
                 and ord(lab.letter) > ord(max(x.letter for x in q_run if x.start < lab.start)) + 1:
             return Split(refused=f"question labels jump to ({lab.letter})")
     parts, answers = _chunks(question, q_run), _chunks(answer, a_run)
