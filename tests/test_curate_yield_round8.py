@@ -133,3 +133,23 @@ def test_follow_up_asks_the_answer_covers_are_not_partial(question, answer, answ
 def test_an_unanswered_second_ask_is_still_partial(question, answer):
     out = UsabilityStage().embedded(rec(question, answer), CTX)
     assert isinstance(out, Drop) and out.reason == "partial_answer", out
+
+
+# ---- usability: a drawing beside asks for values --------------------------------------------------------
+
+def test_a_drawing_with_value_asks_answered_by_values_is_kept_for_a_judge():
+    q = ("A stone falls so that its height is h = 80 − 5t^2 metres after t seconds. Find its velocity at t = 1 and t = 3. "
+         "Sketch the graph of h against t.")
+    out = UsabilityStage().embedded(rec(q, "v = −10 m/s and v = −30 m/s respectively.", "text"), CTX)
+    assert not isinstance(out, Drop), out
+    assert {"maybe_not_checkable", "needs_judge"} <= set(out["tags"])
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Sketch the direction field of y′ = y − x and the solution through the origin.", "y = x + 1 − e^x"),  # a drawing only
+    # the stem's "(a) Find" belongs to another part; this part only draws
+    ("A spring has force F = 3x + x^2. (a) Find the work done stretching it 2 m.\n(b) Plot F against x for 0 ≤ x ≤ 2.", "F(2) = 10 N"),
+])
+def test_a_drawing_task_alone_still_drops(question, answer):
+    out = UsabilityStage().embedded(rec(question, answer, "text"), CTX)
+    assert isinstance(out, Drop) and out.reason == "not_checkable", out

@@ -317,8 +317,17 @@ _CRITIQUE = re.compile(r"\bwhat(?:'s|’s|\s+is|\s+was)\s+wrong\s+with\b|\b(?:fi
 _WORD = re.compile(r"(?<![A-Za-z\\])(?!(?:log|sin|cos|tan|cot|sec|exp|lim|max|min|det|mod)(?![A-Za-z]))[A-Za-zÀ-ÿ]{3,}")
 
 
+# "Find an expression for the velocity ... Draw curves to show ...": a drawing beside asks for values
+_VALUE_ASK = re.compile(r"(?:^|[.;?]\s*|\b(?:and|also|then)\s+)(?:find|compute|calculate|determine|deduce|evaluate|what\s+is"
+                        r"|trouvez|calculez|déterminez)\b", re.I)
+
+
 def open_ended(question: str, answer: str) -> Finding | None:
     if _DRAW.search(question):
+        # the asks of this part only: a stem's "(a) Find ..." is another part's ask
+        own = re.split(r"(?:^|\s)\([a-z]\)\s", question)[-1]
+        if _VALUE_ASK.search(own) and stated_value(answer) and not _ONE_OF_MANY.search(answer):
+            return Finding("not_checkable", "a drawing task that also asks for values, which the answer gives", False)
         return Finding("not_checkable", "a drawing task", True)
     if _CRITIQUE.search(question):  # "What is wrong with this claimed proof ...?": an explanation
         return Finding("not_checkable", "asks what is wrong with an argument", True)
@@ -871,7 +880,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "14"
+    version = "15"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
