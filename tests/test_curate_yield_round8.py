@@ -153,3 +153,24 @@ def test_a_drawing_with_value_asks_answered_by_values_is_kept_for_a_judge():
 def test_a_drawing_task_alone_still_drops(question, answer):
     out = UsabilityStage().embedded(rec(question, answer, "text"), CTX)
     assert isinstance(out, Drop) and out.reason == "not_checkable", out
+
+
+# ---- verifiable: an ask between two alternatives, answered by naming one -------------------------------
+
+ALT_Q = ("A ball is thrown upward with air resistance.\n(b) Compared with part a), is the time to rise longer or shorter than "
+         "the time to fall back down? Explain your answer.")
+ALT_A = ("On the way up both gravity and drag point down, so the ball decelerates faster than it accelerates on the way down, where "
+         "drag opposes gravity; it also comes back with less speed than it left with, so the time to rise is shorter than the time to fall.")
+
+
+def test_a_long_answer_naming_one_of_two_asked_alternatives_is_kept_for_a_judge():
+    out = VerifiableStage().embedded({"question": ALT_Q, "answer": ALT_A, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop), out
+    assert {"needs_judge", "long_form_answer"} <= set(out["tags"])
+    assert not isinstance(UsabilityStage().embedded(out, CTX), Drop)  # "part a)" is a label, not a bracket left open
+
+
+def test_naming_both_alternatives_is_no_verdict():
+    a = ALT_A.replace("so the time to rise is shorter than the time to fall", "so whether it is longer or shorter depends on the drag")
+    out = VerifiableStage().embedded({"question": ALT_Q, "answer": a, "question_type": "open", "tags": []}, CTX)
+    assert isinstance(out, Drop) and out.reason == "long_form_answer"

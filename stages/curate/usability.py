@@ -607,7 +607,8 @@ def _malformed_markup(text: str) -> str | None:
     return text[-20:] if depth else None
 
 
-_LABEL_PAREN = re.compile(r"(?:^|\n)\s*(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)|(?:[.:;,]\s+|\s)(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)(?=\s|$)")  # "a) ...", "2) ...": labels close no bracket
+_LABEL_PAREN = re.compile(r"(?:^|\n)\s*(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)|(?:[.:;,]\s+|\s)(?:[a-zA-Z]|\d{1,2}|[ivx]{1,4})\)(?=\s|$)"
+                          r"|\b(?:parts?|partie|question|item)\s+(?:[a-z]|[ivx]{1,4})\)")  # "a) ...", "2) ...", "in part a)": labels close no bracket
 
 
 def _unbalanced_brackets(text: str) -> str | None:
@@ -880,7 +881,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "15"
+    version = "16"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -128,6 +128,22 @@ def verdict_led(question: str, answer: str) -> bool:
         and all(_YES_NO_SENTENCE.search(x) or _WHY_SENTENCE.match(x) for x in asks)
 
 
+# "would it gain altitude at a higher or at a lower rate ...?": an ask between two alternatives
+_ALTERNATIVES = re.compile(r"\b(\w+er|more|less|increas\w*|decreas\w*|positive|negative|same|different|inside|outside)\s+(?:or|ou)\s+"
+                           r"(?:at\s+a\s+|an?\s+|the\s+)?(\w+er|more|less|increas\w*|decreas\w*|positive|negative|same|different"
+                           r"|inside|outside)\b[^?]*\?", re.I)
+
+
+def alternative_named(question: str, answer: str) -> bool:
+    """The question asks which of two alternatives holds and the answer names one of them, not the
+    other: that is its verdict, the rest argues it (a judge confirms)."""
+    m = _ALTERNATIVES.search(question)
+    if m is None or m.group(1).casefold()[:5] == m.group(2).casefold()[:5]:
+        return False
+    said = [bool(re.search(rf"\b{re.escape(w.casefold()[:5])}", answer.casefold())) for w in (m.group(1), m.group(2))]
+    return said.count(True) == 1
+
+
 def _words(text: str) -> int:
     return len(re.findall(r"[A-Za-z]{2,}", text))
 
@@ -279,7 +295,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "10"
+    version = "11"
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -344,7 +360,7 @@ class VerifiableStage(CurateStage):
             elif _words(a) > self.config.max_answer_words and (final := worked_final(q, a)) is not None:
                 record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
-            if verdict_led(q, a):  # a verdict, then its reasons: graded by a judge, not dropped
+            if verdict_led(q, a) or alternative_named(q, a):  # a verdict, then its reasons: graded by a judge, not dropped
                 record["answer_type"] = "text"
                 record["tags"] = sorted({*(record.get("tags") or []), "needs_judge", "long_form_answer"})
                 return record
