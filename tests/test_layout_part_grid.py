@@ -137,3 +137,18 @@ def test_a_grid_filled_down_its_columns_reads_in_letter_order():
             for j, (label, text) in enumerate(col):
                 _put(p, x, 100 + 23 * j, f"{label} {text}")
     assert _lines(draw) == ["(a) A and B", "(b) B and C", "(c) A or B", "(d) A and (B or C)"]
+
+
+def _frag(x, y, text, w=None, h=12.0, size=11.0):
+    return {"bbox": {"x": x, "y": y, "w": w or 5.5 * len(text), "h": h}, "font": {"size": size, "weight": "normal"}, "text": text}
+
+
+def test_a_label_beside_a_matrix_keeps_its_rows_stacked():
+    # hefferon's determinants: the matrix rows in one block, "(a)" in a block of its own, centred on
+    # the middle row; joining it to that row would break the stack the matrix is rebuilt from
+    blocks = [{"lines": [_frag(106, 444, "Use Gauss' method to find each determinant.", h=7, size=8)]},
+              {"lines": [_frag(131, 469, "(a)", 13, h=7, size=8)]},  # (geometry of hefferon's page 307)
+              {"lines": [_frag(152, y, row, 33, h=7, size=8) for y, row in [(458, "3 1 2"), (469, "3 1 0"), (480, "0 1 4")]]}]
+    lines, _ = page_lines(blocks, 612)
+    assert [ln["text"] for ln in lines][1:] == ["(a)", "\\begin{pmatrix} 3 & 1 & 2 \\\\ 3 & 1 & 0 \\\\ 0 & 1 & 4 \\end{pmatrix}"], \
+        [ln["text"] for ln in lines]

@@ -210,8 +210,8 @@ def _hang_labels(order: list[list[tuple]]) -> list[list[tuple]]:
             overlap = min(bottom, y1) - max(top, y0)
             if overlap > 0.5 * min(bottom - top, y1 - y0):
                 best, gap = other, left[0] - x1
-        if best is None:
-            continue
+        if best is None or _inner_row(best, out, size):
+            continue  # (a label beside a matrix overlaps its middle row: rows stacked above it are the matrix's)
         out = [r for r in out if r is not row]
         i = out.index(best)
         prev = out[i - 1] if i else None
@@ -220,6 +220,19 @@ def _hang_labels(order: list[list[tuple]]) -> list[list[tuple]]:
         else:
             best.append(lab)  # row order is by x when the line is joined
     return out
+
+
+def _inner_row(row: list[tuple], rows: list[list[tuple]], size: float) -> bool:
+    """A row with another right above it, starting where it starts: a matrix's or a system's
+    inner row, not the first line of a part's text."""
+    x0, top = min(f[0] for f in row), min(f[1] for f in row)
+    for other in rows:
+        if other is row:
+            continue
+        bottom = max(f[3] for f in other)
+        if abs(min(f[0] for f in other) - x0) < size and top - 0.6 * size <= bottom <= top + 0.5 * size:
+            return True
+    return False
 
 
 def _stacked_over(piece: list[tuple], row: list[tuple], x: float, size: float) -> bool:
