@@ -174,3 +174,10 @@ def test_naming_both_alternatives_is_no_verdict():
     a = ALT_A.replace("so the time to rise is shorter than the time to fall", "so whether it is longer or shorter depends on the drag")
     out = VerifiableStage().embedded({"question": ALT_Q, "answer": a, "question_type": "open", "tags": []}, CTX)
     assert isinstance(out, Drop) and out.reason == "long_form_answer"
+
+
+def test_a_short_prose_answer_tagged_before_is_not_sent_to_a_judge():
+    # five to eight words with a value: tagged maybe_not_checkable as before, still trained on (no needs_judge)
+    out = UsabilityStage().embedded(rec("How many faces does a cube have?", "A cube has exactly 6 square faces here."), CTX)
+    assert not isinstance(out, Drop), out
+    assert "maybe_not_checkable" in out["tags"] and "needs_judge" not in out["tags"]

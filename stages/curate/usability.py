@@ -61,6 +61,7 @@ class Finding:
     reason: str
     detail: str
     sure: bool
+    judge: bool = False  # kept only for a judge to grade (tagged needs_judge: train skips it)
 
 
 # ---- hints and advice ----------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def open_ended(question: str, answer: str) -> Finding | None:
         # the asks of this part only: a stem's "(a) Find ..." is another part's ask
         own = re.split(r"(?:^|\s)\([a-z]\)\s", question)[-1]
         if _VALUE_ASK.search(own) and stated_value(answer) and not _ONE_OF_MANY.search(answer):
-            return Finding("not_checkable", "a drawing task that also asks for values, which the answer gives", False)
+            return Finding("not_checkable", "a drawing task that also asks for values, which the answer gives", False, judge=True)
         return Finding("not_checkable", "a drawing task", True)
     if _CRITIQUE.search(question):  # "What is wrong with this claimed proof ...?": an explanation
         return Finding("not_checkable", "asks what is wrong with an argument", True)
@@ -803,7 +804,7 @@ def checkability(answer: str, answer_type: str | None, max_words: int, question:
         # words: no rule can tell, a judge can; prose with no value and no verdict states nothing to compare
         if len(words) <= 4 * max_words and question is not None and not _ONE_OF_MANY.search(answer) and (
                 stated_value(answer) and _CLOSED_ASK.search(question) or _verdict_opening(answer) and _asks_yes_no(question)):
-            return Finding("not_checkable", f"a prose answer of {len(words)} words that states a value", False)
+            return Finding("not_checkable", f"a prose answer of {len(words)} words that states a value", False, judge=True)
         return Finding("not_checkable", f"a prose answer of {len(words)} words", True)
     if len(words) > max_words // 2:  # a sentence with no verdict and no value ("If you are American, then ...") states nothing to compare
         from .qtype import verdict_value
@@ -895,7 +896,7 @@ class UsabilityStage(CurateStage):
             result = flag(record, self.config.on_unsure, f"maybe_{f.reason}", f.detail)
             if isinstance(result, Drop):
                 return Drop(f.reason, f.detail)
-            if f.reason == "not_checkable":  # prose holding a value: only a judge grades it (train skips these)
+            if f.judge:  # prose holding a value, a drawing beside values: only a judge grades it (train skips these)
                 add_tag(record, "needs_judge")
         return record
 
