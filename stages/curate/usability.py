@@ -882,7 +882,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "16"
+    version = "17"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
