@@ -306,7 +306,7 @@ _PART_LABEL = re.compile(r"\(?([a-h])\)(?:\s|$)")
 
 def _grid_order(lines: list[dict]) -> list[dict]:
     """Reading order inside a grid of parts ("a) ...  b) ..." side by side, "c) ...  d) ..." below):
-    cell by cell, each cell's lines top to bottom, instead of line by line across the grid
+    cell by cell, each cell's lines in the stream's order, instead of line by line across the grid
     (which hands the second line of b) to a)). A grid: two or more lines led by part labels at
     one height, letters going up left to right; its columns start at those labels' x. The
     grid's lines are those between the lines that start left of its first column or cross a
@@ -343,10 +343,12 @@ def _grid_region(lines: list[dict], anchor_idx: list[int], cols: list[float]) ->
     size = max(lines[i]["size"] for i in anchor_idx)
     first = lines[anchor_idx[0]]
 
-    def inside(ln: dict) -> bool:  # starts in a column and stays in it
+    def inside(ln: dict) -> bool:  # starts in a column and stays in it; a cell's other lines start past its label
         if ln["x0"] < cols[0] - 1:
             return False
         k = max(j for j, c in enumerate(cols) if ln["x0"] >= c - 1)
+        if not _PART_LABEL.match(ln["text"]) and ln["x0"] < cols[k] + 0.8 * size:
+            return False  # (a formula wrapped back to the margin under the grid is no cell's)
         return k + 1 == len(cols) or ln["x1"] <= cols[k + 1] + 1
 
     lo = hi = min(anchor_idx)
@@ -396,8 +398,9 @@ def _grid_region(lines: list[dict], anchor_idx: list[int], cols: list[float]) ->
                 rows.append([cell])
         ordered = [c for row in rows for c in sorted(row, key=lambda c: c[1])]
     out: list[dict] = []
+    at = {id(ln): i for i, ln in enumerate(block)}
     for _, _, run in ordered:
-        cell = _line_order(run)
+        cell = sorted(run, key=lambda ln: at[id(ln)])  # a cell's own lines keep the stream's order
         k = next(j for j, ln in enumerate(cell) if any(ln is a for a in anchors))
         if k:  # the label is centred on its cell (a system of equations): it still leads the cell
             m = _PART_LABEL.match(cell[k]["text"])
@@ -407,15 +410,3 @@ def _grid_region(lines: list[dict], anchor_idx: list[int], cols: list[float]) ->
         out.extend(cell)
     return lo, hi, out
 
-
-def _line_order(run: list[dict]) -> list[dict]:
-    """A cell's lines: visual lines top to bottom, pieces of one line (a limit set below its
-    "lim") left to right."""
-    out: list[list[dict]] = []
-    for ln in sorted(run, key=lambda ln: ln["y0"]):
-        if out and min(ln["y1"], out[-1][0]["y1"]) - max(ln["y0"], out[-1][0]["y0"]) > \
-                0.5 * min(ln["y1"] - ln["y0"], out[-1][0]["y1"] - out[-1][0]["y0"]):
-            out[-1].append(ln)
-        else:
-            out.append([ln])
-    return [ln for line in out for ln in sorted(line, key=lambda ln: ln["x0"])]
