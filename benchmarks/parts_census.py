@@ -47,6 +47,8 @@ def base_splitter(tree: str):
 
 def find(rows: list[dict], page: int, number: str) -> dict | None:
     got = [r for r in rows if r["source"]["page"] == page and (r["source"].get("number") or "") == number]
+    # two sets on one page (Exercises, Reading Questions) can share a number: the answered one in parts
+    got.sort(key=lambda r: not (has_parts(r["question"]) and (r["answer"] or "").strip()))
     return got[0] if got else None
 
 
