@@ -207,6 +207,7 @@ def compare(base_prefix: str, new_prefix: str, split: str, books: list[str] | No
     so a blind set can be compared without being read."""
     base, new = outcomes(base_prefix, split, books, labels), outcomes(new_prefix, split, books, labels)
     report: dict = {}
+    both_base, both_new = [], []
     for book in sorted(set(base) | set(new)):
         if isinstance(base.get(book), str) or isinstance(new.get(book), str) or book not in base or book not in new:
             report[book] = {"error": base.get(book) if isinstance(base.get(book), str) else new.get(book, "missing")}
@@ -215,7 +216,16 @@ def compare(base_prefix: str, new_prefix: str, split: str, books: list[str] | No
         for (lab, a), (_, b) in zip(base[book], new[book]):
             if _state(a) != _state(b):
                 changes[lab["verdict"]][f"{_state(a)} -> {_state(b)}"] += 1
+            if a["status"] != "missing" and b["status"] != "missing":
+                both_base.append((lab, a))
+                both_new.append((lab, b))
         report[book] = {verdict: dict(c) for verdict, c in sorted(changes.items())} or "no change"
+    # an item labeled whole that the new runs split into parts (or whose text changed past matching)
+    # is 'missing' there: its label cannot grade the parts, so both sides are also summarized on
+    # the labels both find
+    keys = ("labeled", "kept", "kept_good_share", "kept_bad_share", "yield_good")
+    report["found in both: base"] = {k: summarize(both_base)[k] for k in keys}
+    report["found in both: new"] = {k: summarize(both_new)[k] for k in keys}
     return report
 
 
