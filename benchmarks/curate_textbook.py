@@ -124,15 +124,33 @@ def read_run(run: Path) -> tuple[list[dict], list[dict]]:
     return kept, dropped
 
 
+def judged(label: dict, record: dict) -> dict:
+    """The label as it applies to `record`'s text. A verdict is for the text it was given on: when
+    the parse changes an item's text (a flattened power rebuilt), the item is judged again and the
+    new verdict added under `revisions` with the prefixes of the text it judged; the verdict whose
+    question and answer prefixes best match the record's text applies (the original on a tie)."""
+    if not label.get("revisions"):
+        return label
+
+    def fit(version: dict) -> float:
+        return (_similar(version["question_prefix"], record.get("question") or "")
+                * _similar(version["answer_prefix"], record.get("answer") or ""))
+
+    best = max(label["revisions"], key=fit)
+    return {**label, **best, "revised": True} if fit(best) > fit(label) else label
+
+
 def outcome(label: dict, kept: list[dict], dropped: list[dict]) -> dict:
-    """{"status": kept | dropped | missing, "reason", "topic"} of one labeled item in a curated run."""
+    """{"status": kept | dropped | missing, "reason", "topic", "verdict"} of one labeled item in a
+    curated run (`verdict`: the label's, or its revision's for the text the run has)."""
     rec = find(label, kept)
     if rec is not None:
-        return {"status": "kept", "topic": "/".join(rec.get("topic") or []), "tags": rec.get("tags") or []}
+        return {"status": "kept", "topic": "/".join(rec.get("topic") or []), "tags": rec.get("tags") or [],
+                "label": judged(label, rec)}
     rec = find(label, dropped)
     if rec is not None:
-        return {"status": "dropped", "reason": f"{rec['_stage']}.{rec['_reason']}"}
-    return {"status": "missing"}
+        return {"status": "dropped", "reason": f"{rec['_stage']}.{rec['_reason']}", "label": judged(label, rec)}
+    return {"status": "missing", "label": label}
 
 
 def summarize(rows: list[tuple[dict, dict]]) -> dict:
@@ -180,7 +198,7 @@ def outcomes(runs_prefix: str, split: str, books: list[str] | None = None,
             out[book] = f"no curated run at {run}"
             continue
         kept, dropped = read_run(run)
-        out[book] = [(lab, outcome(lab, kept, dropped)) for lab in labs]
+        out[book] = [(res["label"], res) for res in (outcome(lab, kept, dropped) for lab in labs)]
     return out
 
 
@@ -213,12 +231,13 @@ def compare(base_prefix: str, new_prefix: str, split: str, books: list[str] | No
             report[book] = {"error": base.get(book) if isinstance(base.get(book), str) else new.get(book, "missing")}
             continue
         changes: dict[str, Counter] = defaultdict(Counter)
-        for (lab, a), (_, b) in zip(base[book], new[book]):
-            if _state(a) != _state(b):
-                changes[lab["verdict"]][f"{_state(a)} -> {_state(b)}"] += 1
+        for (lab, a), (lab_new, b) in zip(base[book], new[book]):
+            verdict = lab["verdict"] if lab_new["verdict"] == lab["verdict"] else f"{lab['verdict']} -> {lab_new['verdict']} (judged again)"
+            if _state(a) != _state(b) or verdict != lab["verdict"]:
+                changes[verdict][f"{_state(a)} -> {_state(b)}"] += 1
             if a["status"] != "missing" and b["status"] != "missing":
                 both_base.append((lab, a))
-                both_new.append((lab, b))
+                both_new.append((lab_new, b))
         report[book] = {verdict: dict(c) for verdict, c in sorted(changes.items())} or "no change"
     # an item labeled whole that the new runs split into parts (or whose text changed past matching)
     # is 'missing' there: its label cannot grade the parts, so both sides are also summarized on
