@@ -124,20 +124,22 @@ def read_run(run: Path) -> tuple[list[dict], list[dict]]:
     return kept, dropped
 
 
+def _text(text: str) -> str:
+    return " ".join((text or "").split())
+
+
 def judged(label: dict, record: dict) -> dict:
     """The label as it applies to `record`'s text. A verdict is for the text it was given on: when
     the parse changes an item's text (a flattened power rebuilt), the item is judged again and the
-    new verdict added under `revisions` with the prefixes of the text it judged; the verdict whose
-    question and answer prefixes best match the record's text applies (the original on a tie)."""
-    if not label.get("revisions"):
-        return label
-
-    def fit(version: dict) -> float:
-        return (_similar(version["question_prefix"], record.get("question") or "")
-                * _similar(version["answer_prefix"], record.get("answer") or ""))
-
-    best = max(label["revisions"], key=fit)
-    return {**label, **best, "revised": True} if fit(best) > fit(label) else label
+    new verdict added under `revisions` with the whole question and answer it judged
+    (`question_text`, `answer_text`); it applies to a record with exactly that text (whitespace
+    aside). Prefixes cannot tell: the change may lie past them, and `_norm` drops the symbols
+    ("e^{x2}" is the text "e^{x^2}" was parsed from)."""
+    q, a = _text(record.get("question")), _text(record.get("answer"))
+    for version in label.get("revisions") or ():
+        if _text(version["question_text"]) == q and _text(version["answer_text"]) == a:
+            return {**label, **{k: v for k, v in version.items() if k not in ("question_text", "answer_text")}, "revised": True}
+    return label
 
 
 def outcome(label: dict, kept: list[dict], dropped: list[dict]) -> dict:
