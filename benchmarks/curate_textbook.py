@@ -8,6 +8,9 @@ the UNCURATED `textbook-pdf` output (answered items, split into parts as curatio
 they also measure what curation wrongly drops. Each says good / marginal / bad, a reason class and
 the topic. A label is keyed by book, page, exercise number and question (and part) text prefixes,
 not by item id: the document pipeline changes, and fuzzy text matching survives small changes.
+A verdict is for the text it judged: when the parse changes a labelled item's text, the item is
+judged again and the new verdict added to the label's `revisions` with the whole question and
+answer it judged; it grades runs whose item has exactly that text (`judged`).
 
 For each book the curated run (`<runs>cur-<file>`, `textbook-pdf --set curate=true`) is read: its
 data (kept items) and its ledger (dropped items, with the reason). Reported per book: the share
