@@ -257,6 +257,8 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
                     and any(abs(g.oy - row) < 0.15 * em for row in rows):
                 return None
     others = [r for r in rules if r is not rule]
+    if _two_lines(rule, chars, taken, num_row, den_row, em, others):
+        return None  # an overline over a list line's start under the line above (levin's complements)
     if _more_rows(inside, chars, taken, num_row, -1, em, others) or _more_rows(inside, chars, taken, den_row, 1, em,
                                                                               others):
         return None  # a numerator or denominator of several rows (vectors, determinants): not rebuilt
@@ -266,6 +268,42 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
     line = host.line if host is not None else min(ink_num, key=lambda g: g.x0).line
     oy, size = (host.oy, host.size) if host is not None else (axis, em)
     return _atom(text, members, line, oy, size, rule), members
+
+
+def _two_lines(rule: Rule, chars: list[Glyph], taken: set[int], num_row: float, den_row: float, em: float,
+               others: list[Rule]) -> bool:
+    """The bar's two rows are two lines of text, not a fraction's parts: each row is begun left of
+    the bar on its own baseline (a list's "(a)" and "(b)"), the two beginnings start together
+    (one column's lines), and nothing sits on the row between them where the text a fraction
+    stands in would be (its axis), nor a bar of their own (a fraction beside this one). The rule
+    is then an overline hugging the lower line's start (a complement: "(b) \overline{(A ∪ B)}"),
+    its numerator the line above, a line's distance away."""
+    def lead(row: float) -> list[Glyph]:  # the row's glyphs before the bar, as far as they run unbroken
+        ink = sorted((g for g in chars if id(g) not in taken and not g.blank and not g.atom
+                      and not is_extension(g.font) and g.size >= 0.8 * em and abs(g.oy - row) < 0.15 * em
+                      and g.x1 <= rule.x0 + 0.1 * em), key=lambda g: -g.x1)
+        run, edge, reach = [], rule.x0, 1.5 * em
+        for g in ink:
+            if g.x1 < edge - reach:
+                break
+            run.append(g)
+            edge, reach = min(edge, g.x0), 1.0 * em
+        return run
+    # a line's distance apart (TeX's baselineskip, 1.2 of the size and more; a text fraction's rows
+    # are ~0.75 apart, a display's ~1.35), the upper row well clear of the rule (the overline hugs
+    # the text under it only; a numerator sits ~0.1 to 0.45 over a bar)
+    if den_row - num_row < 1.3 * em or rule.y - num_row < 0.45 * em:
+        return False
+    above, below = lead(num_row), lead(den_row)
+    if not above or not below:
+        return False
+    start = min(g.x0 for g in above + below)
+    if abs(min(g.x0 for g in above) - min(g.x0 for g in below)) > 1.0 * em:
+        return False
+    if any(id(g) not in taken and not g.blank and start - 3.0 * em <= g.mid <= rule.x0
+           and num_row + 0.3 * em < g.oy < den_row - 0.3 * em for g in chars):
+        return False  # text on the axis row: the row a fraction stands in
+    return not any(r.x0 < rule.x0 - 0.1 * em and r.x1 > start and num_row < r.y < den_row for r in others)
 
 
 def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: float, away: int, em: float,
