@@ -119,3 +119,14 @@ def test_a_letter_in_notation_is_no_lost_label():
     answer = "(a) The nullspace is {a_3 x^3}.\n(b) The set {2 - 2x}.\n(c) The empty set."
     assert [k for k, _, _ in split_parts(question, answer)] == ["a", "b", "c"]
     assert split_exercise("Find.\n(a) x\n(b) y\n(d) z", "(a) 1 (b) 2").refused  # a real jump, at a line start
+
+
+def test_a_function_argument_followed_by_a_comma_is_no_instruction():
+    # "V (t), given that ...": "(t)" then "," reads as a list of mentions; it names no part of this
+    # exercise, so part (b) keeps its second sentence (ostp p194 lost it)
+    question = ("A loop of side a is a distance b from a wire.\n(a) Find the flux through the loop.\n"
+                "(b) The loop moves at speed v. Give the voltage as a function of time, V (t), given that b(t) = b_0 + vt.\n"
+                "(c) What force F(t) keeps it moving?")
+    parts = split_parts(question, "(a) Φ = x\n(b) ∆V (t) = y\n(c) F(t) = z")
+    assert parts[1] == ("b", "A loop of side a is a distance b from a wire.\n(b) The loop moves at speed v. "
+                             "Give the voltage as a function of time, V (t), given that b(t) = b_0 + vt.", "∆V (t) = y")

@@ -146,14 +146,16 @@ def _instructions(question: str, run: list[_Label], labels: list[_Label]) -> dic
     out: dict[str, tuple[str, str, list[str]]] = {}
     ends = [lab.start for lab in run[1:]] + [len(question)]
     for lab, end in zip(run, ends, strict=True):
-        named = [m for m in labels if m.mention and lab.end <= m.start < end and m.letter > lab.letter]
+        # only mentions of this exercise's own later parts: "V (t), given that ..." is a function's argument
+        named = [m for m in labels if m.mention and lab.end <= m.start < end and m.letter > lab.letter
+                 and m.letter in {x.letter for x in run}]
         if not named:
             continue
         head = question[lab.end : named[0].start]
         cut = max(head.rfind("\n"), *(head.rfind(p + " ") + 1 for p in ".?!:"))
         if cut <= 0 or not head[:cut].strip():
             continue  # the part itself is that sentence
-        letters = sorted({m.letter for m in named} & {x.letter for x in run})
+        letters = sorted({m.letter for m in named})
         note = _TRAILING_JOIN.sub("", question[lab.end + cut : end]).strip()
         out[lab.letter] = (_TRAILING_JOIN.sub("", head[:cut]).strip(), note, letters)
     return out
@@ -170,7 +172,7 @@ class SplitPartsConfig(StageConfig):
 
 class SplitParts(Stage):
     name = "split_parts"
-    version = "2"  # v2: "a)" labels, answers opening with shared prose, exercises with no stem, refusal (tag) when labels do not line up
+    version = "3"  # v2: "a)" labels, answers opening with shared prose, exercises with no stem, refusal (tag) when labels do not line up; v3: only mentions of its own parts make a sentence an instruction
     kind = "expand"
     Config = SplitPartsConfig
     output_model = QAItem
