@@ -71,10 +71,13 @@ def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) 
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
     leading = _unhang(blocks, raw)
-    # a span's glyphs are looked at one by one only when its text (joined in C) holds an accent
+    # a span's glyphs are looked at one by one only when its text (joined in C) holds an accent,
+    # or a code its font's glyph names make one (pxsys's `vec` reads "®")
+    named = {font: frozenset(c for c, t in table.items() if t in _ACCENTS) for font, table in (glyphs or {}).items()}
     seeds = [Rule(c["bbox"][0], c["bbox"][2] + 1, c["origin"][1]) for b in raw for ln in b.get("lines", ())
-             for s in ln["spans"] if not ACCENT_CHARS.isdisjoint(span_text(s))
-             for c in s["chars"] if c["c"] in _ACCENTS]
+             for s in ln["spans"] if not ACCENT_CHARS.isdisjoint(text := span_text(s))
+             or not named.get(s["font"], frozenset()).isdisjoint(text)
+             for c in s["chars"] if c["c"] in _ACCENTS or c["c"] in named.get(s["font"], ())]
     if not seeds:
         return 0
     lines, chars = page_glyphs(blocks, raw, glyphs or {}, seeds)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import re
+import unicodedata
 from typing import Any
 
 from .parse_glyph_pool import ExtensionFonts
@@ -113,12 +114,14 @@ def _cff_names(doc: Any, xref: int) -> dict[int, str]:
     return {code: name for code, name in enumerate(encoding) if name != ".notdef"} if isinstance(encoding, list) else {}
 
 
-def extension_tables(doc: Any, fonts: ExtensionFonts) -> dict[str, dict[str, str]]:
+def extension_tables(doc: Any, fonts: ExtensionFonts,
+                     relations: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, str]]:
     """font name (no subset prefix) -> {text-layer char: text} for the whole glyphs of the
     document's math extension fonts (read once per document, like `parse_glyphs.font_tables`).
     A font is one by its glyph names (sized delimiters, display operators, delimiter pieces),
     whatever it is called (lebl's `txexs` fits no name pattern): it joins `fonts.named`, and
-    its delimiters' depths and its pieces' codes go to `fonts` (the document's own)."""
+    its delimiters' depths and its pieces' codes go to `fonts` (the document's own). Any font's
+    glyphs that `tex_name` knows and MuPDF does not go to `relations` (when given)."""
     seen: set[int] = set()
     out: dict[str, dict[str, str]] = {}
     for pno in range(doc.page_count):
@@ -130,6 +133,9 @@ def extension_tables(doc: Any, fonts: ExtensionFonts) -> dict[str, dict[str, str
             if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
                 continue
             names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
+            if relations is not None and (known := {chr(code): text for code, glyph in names.items()
+                                                    if (33 <= code < 127 or 160 <= code < 256) and (text := tex_name(glyph))}):
+                relations.setdefault(name, {}).update(known)
             if not fonts.knows(name):
                 if sum(1 for g in names.values() if glyph_symbol(g) or _PIECE.match(g)) < EXTENSION_NAMES:
                     continue
@@ -146,13 +152,44 @@ def extension_tables(doc: Any, fonts: ExtensionFonts) -> dict[str, dict[str, str
     return out
 
 
+# TeX fonts' names for glyphs the Adobe Glyph List lacks; MuPDF, not knowing a name, reads the
+# glyph as its code's Latin-1 character (txsyc's `nequal` at 44: "f (1) , a" for f(1) ≠ a;
+# pxsys's `vec` accent at 174: "u®"). `vec` is the spacing arrow `parse_accents` puts over a letter
+_TEX_NAMES = {"vec": "\u2192"}
+
+
+def tex_name(name: str) -> str:
+    """The text of a glyph of a TeX math font whose name the AGL (so MuPDF) does not know, or "":
+    a negated relation (`n` or `not` before an AGL relation's name, perhaps a variant's "l": the
+    relation with U+0338, where Unicode composes the two into one character) or a `_TEX_NAMES` one."""
+    from fontTools import agl
+
+    if agl.toUnicode(name):
+        return ""  # MuPDF reads it
+    if name in _TEX_NAMES:
+        return _TEX_NAMES[name]
+    for prefix in ("not", "n"):
+        rest = name[len(prefix):] if name.startswith(prefix) else ""
+        for base in filter(None, (rest, rest[:-1] if rest.endswith("l") else "")):
+            text = agl.toUnicode(_ALIASES.get(base, base))
+            if len(text) == 1 and len(neg := unicodedata.normalize("NFC", text + "\u0338")) == 1:
+                return neg
+    return ""
+
+
+_ALIASES = {"subseteq": "reflexsubset", "supseteq": "reflexsuperset"}  # TeX's names for AGL's
+
+
 def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str, dict[str, str]], ExtensionFonts]:
     """`table` (glyph-name substitutions per font) with the extension fonts' operators and
     radical signs added, and the document's `ExtensionFonts` (its delimiters go there). The
     glyph passes read the latter inside `parse_glyph_pool.reading`."""
     out = {font: dict(t) for font, t in table.items()}
     fonts = ExtensionFonts()
-    for font, ext in extension_tables(doc, fonts).items():
+    relations: dict[str, dict[str, str]] = {}
+    for font, ext in extension_tables(doc, fonts, relations).items():
         fonts.delimiters[font] = {c: t for c, t in ext.items() if t in _SYMBOLS}
         out.setdefault(font, {}).update({c: t for c, t in ext.items() if t not in _SYMBOLS})
+    for font, known in relations.items():
+        out.setdefault(font, {}).update(known)
     return out, fonts
