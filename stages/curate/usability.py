@@ -837,6 +837,37 @@ def computed_mismatch(question: str, answer: str) -> Finding | None:
     return Finding("answer_mismatch", why, True) if why else None
 
 
+def computed_answer(question: str, answer: str) -> Finding | None:
+    """The answer a computer algebra system computes from the question as printed (compute: a derivative,
+    an antiderivative, a generating function's sequence, a recurrence, a progression's sum, a power mod n,
+    a congruence, an order in Z_n, a complex number, a determinant, a matrix product ...) differs from
+    the gold: sure when question and gold parsed cleanly, else a doubt."""
+    from .compute import compute
+
+    c = compute(question, answer)
+    if c is None or c.agrees:
+        return None
+    return Finding("answer_mismatch", f"computed ({c.kind}): {c.detail}"[:300], c.sure)
+
+
+def mark_verified(record: Record) -> Record:
+    """A kept record whose gold the computer algebra system computed too: tagged `cas_verified`, the
+    computed value in its meta (`cas`)."""
+    import json
+
+    if record.get("answer_type") in ("boolean", "choice", "proof"):
+        return record
+    from .compute import compute
+
+    c = compute(record.get("question") or "", (record.get("answer") or "").strip())
+    if c is None or not c.agrees:
+        return record
+    meta = json.loads(record.get("meta") or "{}")
+    meta["cas"] = {"kind": c.kind, "value": c.value[:300]}
+    record["meta"] = json.dumps(meta, sort_keys=True)
+    return add_tag(record, "cas_verified")
+
+
 def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     import json
 
@@ -854,6 +885,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out.append(computed_mismatch(q, a))  # after the damage it often explains
+        out.append(computed_answer(q, a))
     return [f for f in out if f is not None]
 
 
@@ -882,7 +914,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "17"
+    version = "18"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -898,7 +930,7 @@ class UsabilityStage(CurateStage):
                 return Drop(f.reason, f.detail)
             if f.judge:  # prose holding a value, a drawing beside values: only a judge grades it (train skips these)
                 add_tag(record, "needs_judge")
-        return record
+        return mark_verified(record)
 
     async def llm(self, record: Record, ctx: StageContext):
         found = findings(record, self.config.max_text_words)
@@ -908,7 +940,7 @@ class UsabilityStage(CurateStage):
         if len({f.reason for f in found}) >= 2:
             return flag(record, self.config.on_sure, found[0].reason, "; ".join(f.detail for f in found))
         if not found:
-            return record
+            return mark_verified(record)
         prompt = Template(load_prompt(self.config.prompt)).safe_substitute(  # $-fields: questions are full of braces
             question=record["question"], answer=record["answer"],
             concerns="; ".join(f"{f.reason}: {f.detail}" for f in found))
@@ -916,5 +948,5 @@ class UsabilityStage(CurateStage):
         if not reply.usable:
             reason = reply.reason if reply.reason != "ok" else found[0].reason
             return Drop(reason, f"model: {reply.evidence[:200]}", model=completion.model, cost=completion.cost)
-        return kept(record, completion, reason="model: usable")
+        return kept(mark_verified(record), completion, reason="model: usable")
 
