@@ -98,7 +98,7 @@ def _terms(text: str) -> list | None:
     """A listed sequence "0, 4, 4, 4, . ." or "1, 2, 16, 68, 364": its numbers (3 or more; an
     ellipsis only at the end), or None."""
     t = _clean(text)
-    t = re.sub(r"(?:,\s*)?(?:\.\s*){2,}\.?$|(?:,\s*)?(?:…|·\s*·\s*·|etc\.?)$", "", t).strip().rstrip(",")
+    t = re.sub(r"(?:,\s*)?(?:\.\s*)+$|(?:,\s*)?(?:…|·\s*·\s*·|etc\.?)$", "", t).strip().rstrip(",")
     parts = [p for p in re.split(r",\s*", t)]
     if len(parts) < 3:
         return None
