@@ -67,13 +67,15 @@ def _wants_accents(text: str) -> bool:
 def rebuild_accents(textpage: Any, blocks: list[dict], glyphs: GlyphMap | None) -> int:
     """Rewrite, in place, the lines of `blocks` holding an accent over a letter. Returns how many
     accents were placed. `textpage`: a MuPDF text page or a `parse_math.PageExtraction` of it."""
-    if not any(_wants_accents(ln["text"]) for b in blocks for ln in b["lines"]):
+    # (or a code some font's glyph names make an accent: pxsys's `vec` reads "®")
+    named = {font: frozenset(c for c, t in table.items() if t in _ACCENTS) for font, table in (glyphs or {}).items()}
+    codes = frozenset().union(*named.values())
+    if not any(_wants_accents(ln["text"]) or codes and not codes.isdisjoint(ln["text"]) for b in blocks for ln in b["lines"]):
         return 0
     raw = textpage.extractRAWDICT()["blocks"]
     leading = _unhang(blocks, raw)
     # a span's glyphs are looked at one by one only when its text (joined in C) holds an accent,
-    # or a code its font's glyph names make one (pxsys's `vec` reads "®")
-    named = {font: frozenset(c for c, t in table.items() if t in _ACCENTS) for font, table in (glyphs or {}).items()}
+    # or a code its font's glyph names make one
     seeds = [Rule(c["bbox"][0], c["bbox"][2] + 1, c["origin"][1]) for b in raw for ln in b.get("lines", ())
              for s in ln["spans"] if not ACCENT_CHARS.isdisjoint(text := span_text(s))
              or not named.get(s["font"], frozenset()).isdisjoint(text)

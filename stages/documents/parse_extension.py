@@ -183,7 +183,9 @@ _ALIASES = {"subseteq": "reflexsubset", "supseteq": "reflexsuperset"}  # TeX's n
 def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str, dict[str, str]], ExtensionFonts]:
     """`table` (glyph-name substitutions per font) with the extension fonts' operators and
     radical signs added, and the document's `ExtensionFonts` (its delimiters go there). The
-    glyph passes read the latter inside `parse_glyph_pool.reading`."""
+    glyph passes read the latter inside `parse_glyph_pool.reading`. The glyphs `tex_name` reads
+    (a negated relation, a vector accent) join `table` too, in place: its characters are what
+    sends a line to the span pass, and a "," that is a "≠" may be a page's only cue."""
     out = {font: dict(t) for font, t in table.items()}
     fonts = ExtensionFonts()
     relations: dict[str, dict[str, str]] = {}
@@ -192,4 +194,5 @@ def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str
         out.setdefault(font, {}).update({c: t for c, t in ext.items() if t not in _SYMBOLS})
     for font, known in relations.items():
         out.setdefault(font, {}).update(known)
+        table.setdefault(font, {}).update(known)
     return out, fonts
