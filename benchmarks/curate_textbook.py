@@ -38,6 +38,9 @@ heldout5 or earlier label: 20 items per book, strickland's last 2 unlabelled one
 per book, none left for strickland): measured once on 47c33cf, then tuned on by the eighth round.
 `heldout8` (seed 2032, same output, none matching a heldout7 or earlier label): kept from the eighth
 round's tuners, measured once at its end (`--compare` shows which outcomes changed).
+`heldout9` (seed 2033, c648a51's uncurated output, none matching a heldout8 or earlier label nor a part of
+an exercise an earlier label judged whole): 20 items per book of judson, hefferon, levin, thompson and ostp
+(strickland and lebl have none left), labeled blind before the ninth round changed curation.
 """
 
 from __future__ import annotations
@@ -315,7 +318,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout9 | all, or several joined by commas")
     ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
