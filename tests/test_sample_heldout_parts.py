@@ -42,3 +42,20 @@ def test_a_part_without_its_label_line_is_an_error_not_a_wrong_part():
     except ValueError:
         return
     raise AssertionError("no ValueError")
+
+
+def test_a_part_of_an_exercise_with_no_stem_is_drawn(tmp_path):
+    # "(a) Define f ... (b) Define g ...": split_parts writes each part with its label first, no stem
+    items = sample_heldout.answered_items(_run(tmp_path, [("(a) Define f one-to-one.\n(b) Define g onto.",
+                                                           "(a) f(n) = n + 1.\n(b) g(n) = n // 2.", 5, "4")]))
+    assert [(it["source"]["number"], it["part"]) for it in items] == [("4(a)", "Define f one-to-one."), ("4(b)", "Define g onto.")]
+    assert sample_heldout.part_text("a) x' = 2x", "a") == "x' = 2x"
+
+
+def test_parts_of_an_exercise_labelled_whole_are_not_drawn(tmp_path):
+    records = [("Describe each set.\n(a) A ∩ B\n(b) B ∩ C", "(a) {2}; (b) {5}", 3, "1"), ("Find x.", "x = 1", 4, "2")]
+    items = sample_heldout.answered_items(_run(tmp_path, records))
+    whole = {"book": "lebl", "page": 3, "number": "1", "question_prefix": "Describe each set. (a) A ∩ B (b) B ∩ C"}
+    assert [it["source"]["number"] for it in sample_heldout.unlabelled(items, [whole])] == ["2"]
+    other_page = {**whole, "page": 9}
+    assert [it["source"]["number"] for it in sample_heldout.unlabelled(items, [other_page])] == ["1(a)", "1(b)", "2"]

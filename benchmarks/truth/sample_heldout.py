@@ -72,6 +72,8 @@ def part_text(question: str, label: str) -> str:
     for marker in (f"\n({label}) ", f"\n{label}) "):
         if marker in question:
             return question.rsplit(marker, 1)[1]
+        if question.startswith(marker[1:]):  # an exercise with no stem: "(a) Define ..." stands alone
+            return question[len(marker) - 1:]
     raise ValueError(f"part ({label}) has no label line in {question[:80]!r}")
 
 
@@ -85,13 +87,20 @@ def load_excluded(dirs: list[Path]) -> list[dict]:
 
 
 def unlabelled(items: list[dict], labels: list[dict]) -> list[dict]:
-    """Items no label matches (curate_textbook.find: the label finds them in a run)."""
+    """Items no label matches (curate_textbook.find: the label finds them in a run), and no part of
+    an exercise labelled whole: a label "77" judged 77's text, which a finer split later cuts into
+    77(a), 77(b) that `find` scores as siblings, not as the labelled item."""
     taken = set()
     for lab in labels:
         rec = curate_textbook.find(lab, items)
         while rec is not None:  # a label may match several records (a parent and its part): drop each
             taken.add(id(rec))
             rec = curate_textbook.find(lab, [r for r in items if id(r) not in taken])
+    wholes = {(lab.get("page"), str(lab.get("number"))) for lab in labels if "(" not in str(lab.get("number") or "")}
+    for r in items:
+        number = str(r["source"].get("number") or "")
+        if "(" in number and (r["source"].get("page"), number.split("(")[0]) in wholes:
+            taken.add(id(r))
     return [r for r in items if id(r) not in taken]
 
 
