@@ -983,8 +983,186 @@ def matrix(question: str, answer: str) -> Computed | None:
     return None
 
 
+# ---- finite structures: Z_n, bit strings, permutations, polynomials over Z_n, finite sets (Judson, Levin) ------------
+
+def _int_set(text: str) -> set[int] | None:
+    """"{1, 3, 7, 9}" (or "A ∩B = {3, 4, 5}", "∅") -> the integers; None for anything else."""
+    g = _clean(text)
+    g = re.sub(r"^[^={}]*=\s*", "", g) if g.count("=") == 1 else g
+    if g in ("∅", "{}", "\\emptyset"):
+        return set()
+    m = re.fullmatch(r"\{\s*([−\-\d,\s]*)\}", g)
+    if m is None:
+        return None
+    items = [x.strip() for x in m.group(1).split(",") if x.strip()]
+    if not all(re.fullmatch(r"-?\d+", x) for x in items):
+        return None
+    return {int(x) for x in items}
+
+
+_ZN = r"Z_\{?(\d+)\}?"
+
+
+@bounded
+def finite(question: str, answer: str) -> Computed | None:
+    """Judson's and Levin's small computations: Hamming distances and weights of bit tuples, the units of
+    Z_n, the subgroup of Z_n one element generates, a two-line permutation in cycle notation, a sum or
+    product of polynomials in Z_n[x], set operations on listed sets of integers."""
+    stem, item = _split(question)
+    if stem == question.strip():
+        return None
+    it = item.strip().rstrip(".").strip()
+    if re.fullmatch(r"compute\s+the\s+hamming\s+distances?\s+between\s+the\s+following\s+pairs\s+of\s+n-tuples\s*\.?", stem, re.I):
+        m = re.fullmatch(r"\(([01]+)\)\s*,?\s*\(([01]+)\)", it)
+        got = _integer(answer)
+        if m is None or got is None or len(m.group(1)) != len(m.group(2)):
+            return None
+        want = sum(a != b for a, b in zip(m.group(1), m.group(2)))
+        return Computed("hamming", str(want), got == want, detail=f"the distance is {want}")
+    if re.fullmatch(r"compute\s+the\s+weights?\s+of\s+the\s+following\s+n-tuples\s*\.?", stem, re.I):
+        m, got = re.fullmatch(r"\(([01]+)\)", it), _integer(answer)
+        if m is None or got is None:
+            return None
+        want = m.group(1).count("1")
+        return Computed("hamming", str(want), got == want, detail=f"the weight is {want}")
+    if re.fullmatch(r"list\s+or\s+characterize\s+all\s+of\s+the\s+units\s+in\s+each\s+of\s+the\s+following\s+rings\s*\.?", stem, re.I):
+        m, got = re.fullmatch(_ZN, it), _int_set(answer)
+        if m is None or got is None:
+            return None
+        n = int(m.group(1))
+        want = {a for a in range(1, n) if math.gcd(a, n) == 1}
+        return Computed("units", str(sorted(want)), got == want, detail=f"the units are {sorted(want)}")
+    if re.fullmatch(r"list\s+all\s+of\s+the\s+elements\s+in\s+each\s+of\s+the\s+following\s+subgroups\s*\.?", stem, re.I):
+        m, got = re.fullmatch(rf"the\s+subgroup\s+of\s+{_ZN}\s+generated\s+by\s+(\d+)", it, re.I), _int_set(answer)
+        if m is None or got is None:
+            return None
+        n, a = int(m.group(1)), int(m.group(2))
+        want = {a * k % n for k in range(n)}
+        return Computed("subgroup", str(sorted(want)), got == want, detail=f"the subgroup is {sorted(want)}")
+    if re.fullmatch(r"write\s+the\s+following\s+permutations\s+in\s+cycle\s+notation\s*\.?", stem, re.I):
+        m = _PMATRIX.fullmatch(it)
+        a = _matrix(m.group(1)) if m else None
+        if a is None or a.rows != 2 or sorted(a.row(0)) != sorted(a.row(1)) or not re.fullmatch(r"(?:\((?:\d+\s*)+\))+|\(1\)|id", answer.strip().rstrip(".")):
+            return None
+        mapping = {int(x): int(y) for x, y in zip(a.row(0), a.row(1))}
+        cycles = {tuple(int(x) for x in c.split()) for c in re.findall(r"\(([\d\s]+)\)", answer)}
+        got = {}
+        for c in cycles:
+            for x, y in zip(c, c[1:] + c[:1]):
+                if x in got:
+                    return None
+                got[x] = y
+        same = all(mapping[x] == got.get(x, x) for x in mapping) and set(got) <= set(mapping)
+        return Computed("cycles", "", same, detail="the cycles do not give the printed permutation")
+    m = re.fullmatch(rf"(.+?)\s+in\s+{_ZN}\[x\]", it)
+    if m and re.fullmatch(r"compute\s+each\s+of\s+the\s+following\s*\.?", stem, re.I):
+        import sympy
+
+        n = int(m.group(2))
+        body = m.group(1).replace("−", "-")
+        if not re.fullmatch(r"[\dx^+\-()\s]+", body) or re.search(r"\^\{?\s*\(", body):
+            return None
+        e, g = _expr(body), _value(answer, letters="x")
+        if e is None or g is None:
+            return None
+        x = sympy.Symbol("x")
+        pe = sympy.Poly(sympy.expand(e.subs({s: x for s in e.free_symbols})), x)
+        pg = sympy.Poly(sympy.expand(g.subs({s: x for s in g.free_symbols})), x)
+        want = [c % n for c in pe.all_coeffs()]
+        gc = [c % n for c in pg.all_coeffs()]
+        while want and want[0] == 0:
+            want = want[1:]
+        while gc and gc[0] == 0:
+            gc = gc[1:]
+        canonical = all(0 <= c < n for c in pg.all_coeffs())
+        return Computed("polynomial_mod", str(sympy.Poly(want, x).as_expr()) if want else "0", want == gc, sure=canonical,
+                        detail=f"in Z_{n}[x] the value is {sympy.Poly(want, x).as_expr() if want else 0}")
+    m = re.fullmatch(r"(?:find\s+)?([A-Z])\s*(∩|∪|\\\\|\\setminus)\s*([A-Z])", it, re.I)
+    if m:
+        sets = {k: _int_set("{" + v + "}") for k, v in re.findall(r"(?<![A-Za-z])([A-Z])\s*=\s*\{([^{}]*)\}", stem)}
+        a, b, got = sets.get(m.group(1)), sets.get(m.group(3)), _int_set(answer)
+        if a is None or b is None or got is None:
+            return None
+        want = a & b if m.group(2) == "∩" else a | b if m.group(2) == "∪" else a - b
+        return Computed("set_operation", str(sorted(want)), got == want, detail=f"the set is {sorted(want)}")
+    return None
+
+
+_SIZE = re.compile(r"(\d+)\s*×\s*(\d+)")
+
+
+@bounded
+def matrix_facts(question: str, answer: str) -> Computed | None:
+    """Hefferon's small asks: an entry a_{i,j} of a printed matrix, a matrix's size, the size of a product,
+    the vector from one point to another, singular or not by the determinant."""
+    stem, item = _split(question)
+    if stem == question.strip():
+        return None
+    it = item.strip().rstrip(".").strip()
+    g = answer.strip().rstrip(".").strip()
+    m = re.fullmatch(r"a_\{(\d+),\s*(\d+)\}", it)
+    named = re.search(r"\bA\s*=\s*\\begin\{pmatrix\}(.*?)\\end\{pmatrix\}", stem, re.S)
+    if m and named and re.match(r"^\s*find\s+the\s+indicated\s+entry\s+of\s+the\s+matrix", stem, re.I):
+        a = _matrix(named.group(1))
+        if a is None:
+            return None
+        i, j = int(m.group(1)), int(m.group(2))
+        if not (1 <= i <= a.rows and 1 <= j <= a.cols):
+            return Computed("matrix_entry", "not defined", bool(re.fullmatch(r"not\s+defined", g, re.I)), sure=False,
+                            detail="the entry is not defined")
+        got = _value(g)
+        if got is None:
+            return None
+        return Computed("matrix_entry", str(a[i - 1, j - 1]), bool(_same(a[i - 1, j - 1], got)), detail=f"the entry is {a[i - 1, j - 1]}")
+    single = _PMATRIX.fullmatch(it)
+    if single and re.fullmatch(r"give\s+the\s+size\s+of\s+each\s+matrix\s*\.?", stem, re.I):
+        a, s = _matrix(single.group(1)), _SIZE.fullmatch(g)
+        if a is None or s is None:
+            return None
+        return Computed("matrix_size", f"{a.rows}×{a.cols}", (int(s.group(1)), int(s.group(2))) == a.shape, detail=f"the size is {a.rows}×{a.cols}")
+    m = re.fullmatch(r"an?\s+(\d+)\s*×\s*(\d+)\s+matrix\s+times\s+an?\s+(\d+)\s*×\s*(\d+)\s+matrix", it, re.I)
+    if m and re.match(r"^\s*give\s+the\s+size\s+of\s+the\s+product", stem, re.I):
+        r1, c1, r2, c2 = map(int, m.groups())
+        s = _SIZE.fullmatch(g)
+        if c1 != r2:
+            return Computed("matrix_size", "not defined", bool(re.fullmatch(r"not\s+defined", g, re.I)), sure=False, detail="the product is not defined")
+        if s is None:
+            return None
+        return Computed("matrix_size", f"{r1}×{c2}", (int(s.group(1)), int(s.group(2))) == (r1, c2), detail=f"the size is {r1}×{c2}")
+    m = re.fullmatch(r"the\s+vector\s+from\s+\(([^()]+)\)\s+to\s+\(([^()]+)\)\s+in\s+R\^\{?\d\}?", it, re.I)
+    if m and re.match(r"^\s*find\s+the\s+canonical\s+name\s+for\s+each\s+vector", stem, re.I):
+        p, q = ([_value(x) for x in grp.split(",")] for grp in m.groups())
+        got = _gold_matrix(answer)
+        if None in p or None in q or len(p) != len(q) or got is None:
+            return None
+        import sympy
+
+        want = sympy.Matrix([b - a for a, b in zip(p, q)])
+        return Computed("vector", str(list(want)), want == got, detail=f"the vector is {list(want)}")
+    if single and re.search(r"\buse\s+the\s+determinant\s+to\s+decide\b", stem, re.I) and re.search(r"\bsingular\b", stem, re.I):
+        a = _matrix(single.group(1))
+        v = re.fullmatch(r"(nonsingular|singular)\s*,\s*the\s+determinant\s+is\s+([−\-\d/]+)", g, re.I)
+        if a is None or v is None or a.rows != a.cols:
+            return None
+        d, got = a.det(), _value(v.group(2))
+        if got is None:
+            return None
+        ok = bool(_same(d, got)) and (v.group(1).lower() == "singular") == (d == 0)
+        return Computed("determinant", str(d), ok, detail=f"the determinant is {d}")
+    if re.match(r"^\s*find\s+the\s+volume\s+of\s+the\s+region\s+defined\s+by\s+the\s+vectors", stem, re.I):
+        cols = [_matrix(b) for b in _PMATRIX.findall(it)]
+        got = _value(g)
+        if not cols or None in cols or got is None or any(c.cols != 1 for c in cols) or len({c.rows for c in cols}) != 1 or cols[0].rows != len(cols):
+            return None
+        import sympy
+
+        d = abs(sympy.Matrix.hstack(*cols).det())
+        return Computed("determinant", str(d), bool(_same(d, got)), detail=f"the volume is {d}")
+    return None
+
+
 KINDS = (derivative, antiderivative, generating_function, recurrence, closed_formula, progression_sum, evaluate, remainder, congruence,
-         element_order, ode_solution, matrix)
+         element_order, ode_solution, matrix, finite, matrix_facts)
 
 
 @functools.lru_cache(maxsize=4096)
