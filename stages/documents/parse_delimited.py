@@ -137,7 +137,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
             if (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None and pitches:
                 place(vector)
                 continue
-            found = _binomial(left, near)
+            found = _binomial(left, near, depths[id(left)])
             if found is not None:
                 rules = page_rules(page) if rules is None else rules
                 if _ruled(found[1], rules):
@@ -506,7 +506,9 @@ def _text(members: list[Glyph]) -> str:
     return " ".join(line_text(spans, size=size).split())
 
 
-def _binomial(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
+def _binomial(left: Glyph, near: list[Glyph], depth: float = 3.0) -> tuple[Glyph, list[Glyph]] | None:
+    """`depth`: how far the parentheses reach under their origin (their size class: a \\big pair
+    holds no row a line lower, the next line's binomial)."""
     size = left.size
     rights = [g for g in near if g.text == ")" and g.font == left.font and abs(g.oy - left.oy) < 0.05 * size
               and abs(g.size - size) < 0.05 * size and g.x0 > left.x1]
@@ -515,10 +517,10 @@ def _binomial(left: Glyph, near: list[Glyph]) -> tuple[Glyph, list[Glyph]] | Non
     right = min(rights, key=lambda g: g.x0)
     if any(g.text == "(" and g.font == left.font and left.x1 <= g.x0 < right.x0 for g in near):
         return None  # another big parenthesis opens inside: not one stack
-    # between the two, from the parentheses' top (their origin) down to three of their sizes
+    # between the two, from the parentheses' top (their origin) down to their depth
     inside = [g for g in near if not g.blank and g is not left and g is not right
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
-              and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size]
+              and left.oy - 0.3 * size < g.oy < left.oy + (depth + 0.1) * size]
     # a line of text passing above or below the parentheses runs on outside them
     passing = {(g.line, round(g.oy)) for g in near if not g.blank and (g.x1 < left.x0 or g.x0 > right.x1)
                and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and abs(g.size - size) < 0.3 * size}
