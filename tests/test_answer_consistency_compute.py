@@ -145,3 +145,7 @@ def test_an_item_the_system_cannot_compute_is_left_alone():
     record = _record("How many 10-bit strings contain 6 or more 1’s?", "386", "numeric")
     out = UsabilityStage().embedded(record, StageContext())
     assert not isinstance(out, Drop) and out["tags"] == [] and "cas" not in json.loads(out["meta"])
+
+
+def test_a_power_tower_is_cannot_tell_not_a_hang():
+    assert compute("Evaluate each of the following.\n(a) 2^{2^{2^{2^{2^{2}}}}}", "4") is None
