@@ -90,6 +90,20 @@ def outcome(question: str, answer: str):
      "Not defined", AGREE),
     ("Use the determinant to decide if each is singular or nonsingular.\n(c) \\begin{pmatrix} 4 & 2 \\\\ 2 & 1 \\end{pmatrix}",
      "Nonsingular, the determinant is 0", WRONG),
+    # functions of functions, partial derivatives, truth tables, the determinant of an inverse
+    ("If u = \\frac{1}{2}x^3; v = 3(u + u^2); and w = \\frac{1}{v^2}, find \\frac{dw}{dx}.",
+     "\\frac{dw}{dx} = \\frac{3x^2(3 + 3x^3)}{27 \\frac{1}{2}x^3+ \\frac{1}{4}x^{63}} .", WRONG),  # w falls as v grows
+    ("If y = 3x^2 + \\sqrt{2}; z = \\sqrt{1 + y}; and v = \\frac{1}{\\sqrt{3} + 4z}, find \\frac{dv}{dx}.",
+     "\\frac{dv}{dx} = −\\frac{12x}{\\sqrt{1 + \\sqrt{2} + 3x^2} (\\sqrt{3} + 4\\sqrt{1 + \\sqrt{2} + 3x^2})^{2}}.", AGREE),
+    ("Differentiate the expression \\frac{x^3}{3} −2x^3y −2y^2x + \\frac{y}{3} with respect to x alone, and with respect to y alone.",
+     "x^3 −6x^2y −2y^2; \\frac{1}{3} −2x^3 −4xy.", WRONG),  # ∂/∂x of x^3/3 is x^2: the book's misprint
+    ("Find the partial differential coefficients with respect to x, y and z, of the expression x^2yz + xy^2z + xyz^2 + x^2y^2z^2.",
+     "2xyz + y^2z + z^2y + 2xy^2z^2; 2xyz + x^2z + xz^2 + 2x^2yz^2; 2xyz + x^2y + xy^2 + 2x^2y^2z.", AGREE),
+    ("Simplify the following statements (so that negation only appears right before variables).\n(a) ¬(P →¬Q).", "P ∧Q", AGREE),
+    ("Simplify the following statements (so that negation only appears right before variables).\n(b) (¬P ∨¬Q) →¬(¬Q ∧R).",
+     "(P ∨Q) ∨(Q ∧¬R)", WRONG),  # Q ∨ ¬R
+    ("Compute det (\\begin{pmatrix} 3 & 4 & 7 & 12 \\\\ 0 & −1 & 9 & −8 \\\\ 0 & 0 & −2 & 4 \\\\ 0 & 0 & 0 & 2 \\end{pmatrix}^{−1}) "
+     "without computing the inverse.", "12", WRONG),  # 1/12
 ])
 def test_the_gold_is_computed_from_the_question_as_printed(question, answer, want):
     assert outcome(question, answer) == want
@@ -113,6 +127,10 @@ def test_the_gold_is_computed_from_the_question_as_printed(question, answer, wan
     # a matrix sum whose sizes do not fit: the text layer may have changed a size; cannot tell
     ("Perform the indicated operations, if defined.\n(e) \\begin{pmatrix} 1 & 2 \\end{pmatrix} + \\begin{pmatrix} 4 \\\\ 5 \\end{pmatrix}",
      "\\begin{pmatrix} 5 & 7 \\end{pmatrix}"),
+    # quantifiers and predicates are not propositional formulas; prose in the gold
+    ("Simplify the statements (so negation appears only directly next to predicates).\n(a) ¬∃x∀y(¬O(x) ∨E(y)).", "∀x∃y(O(x) ∧¬E(y))"),
+    ("Simplify the following statements (so that negation only appears right before variables).\n(c) ¬((P →¬Q) ∨¬(R ∧¬R)).",
+     "F. Or (P ∧Q) ∧(R ∧¬R)"),
     # an antiderivative without its constant (a definite value?) is not compared
     ("Find ∫ ε^{3x} dx.", "\\frac{1}{3}ε^{3x}."),
 ])

@@ -261,6 +261,171 @@ def antiderivative(question: str, answer: str) -> Computed | None:
                     detail=f"the gold's derivative is {'not ' if differ else ''}the integrand")
 
 
+_DEFINITION = re.compile(r"^\s*(?:and\s+)?([a-z])\s*=\s*(.+?)\s*$")
+
+
+@bounded
+def chained_derivative(question: str, answer: str) -> Computed | None:
+    """"If u = \\frac{1}{2}x^3; v = 3(u + u^2); and w = \\frac{1}{v^2}, find \\frac{dw}{dx}." (functions of
+    functions, Thompson): the definitions substituted, the derivative against the gold. Also "Differentiate
+    the expression F with respect to x alone, and with respect to y alone." and "Find the partial
+    differential coefficients with respect to x, y and z, of the expression F." (golds listed with ";")."""
+    import sympy
+
+    q = question.strip()
+    m = re.fullmatch(r"if\s+(.+?),\s*find\s+\\frac\{d([a-z])\}\{d([a-z])\}\s*\.?", q, re.I | re.S)
+    if m and ";" in m.group(1):
+        defs = [_DEFINITION.match(d) for d in m.group(1).split(";")]
+        if any(d is None for d in defs) or m.group(2) != defs[-1].group(1):
+            return None
+        exprs = {}
+        for d in defs:
+            e = _expr(d.group(2))
+            if e is None:
+                return None
+            e = e.subs({sym: exprs[sym.name] for sym in e.free_symbols if sym.name in exprs})
+            exprs[d.group(1)] = e
+        f = exprs[m.group(2)]
+        gold = _gold_formula(answer)
+        g = _expr(gold) if gold else None
+        names = {s.name: s for s in f.free_symbols}
+        if g is None or set(names) != {m.group(3)} or not {s.name for s in g.free_symbols} <= set(names):
+            return None
+        var = names[m.group(3)]
+        g = g.subs({s: var for s in g.free_symbols})
+        d = sympy.diff(f, var)
+        differ = _differ_real(f, d, g, var)
+        if differ is None:
+            return None
+        return Computed("derivative", str(sympy.simplify(d))[:200], not differ, detail=f"d{m.group(2)}/d{var} is {sympy.simplify(d)}")
+    m = re.fullmatch(r"differentiate\s+the\s+expression\s+(.+?)\s+with\s+respect\s+to\s+([a-z])\s+alone\s*,\s*and\s+with\s+respect\s+to\s+([a-z])\s+alone\s*\.?", q, re.I) \
+        or re.fullmatch(r"find\s+the\s+partial\s+differential\s+coefficients\s+with\s+respect\s+to\s+([a-z](?:\s*,\s*[a-z])*\s+and\s+[a-z])\s*,\s*of\s+the\s+expression\s+(.+?)\s*\.?", q, re.I)
+    if m is None:
+        return None
+    if q.lower().startswith("differentiate"):
+        body, variables = m.group(1), [m.group(2), m.group(3)]
+    else:
+        body, variables = m.group(2), re.findall(r"\b[a-z]\b", m.group(1))
+    golds = [g.strip() for g in answer.strip().rstrip(".").split(";")]
+    f = _expr(body)
+    if f is None or len(golds) != len(variables) or any(_ELLIPSIS.search(g) or "=" in g for g in golds):
+        return None
+    names = {s.name: s for s in f.free_symbols}
+    if set(variables) - set(names):
+        return None
+    want, bad = [], None
+    for v, gtext in zip(variables, golds):
+        g = _expr(gtext)
+        if g is None or not {s.name for s in g.free_symbols} <= set(names):
+            return None
+        g = g.subs({s: names[s.name] for s in g.free_symbols})
+        d = sympy.diff(f, names[v])
+        others = {names[o]: sympy.Float(0.6 + 0.29 * i) for i, o in enumerate(sorted(set(names) - {v}))}
+        differ = _differ_real(f.subs(others), d.subs(others), g.subs(others), names[v])
+        if differ is None:
+            return None
+        want.append(str(d))
+        if differ and bad is None:
+            bad = f"∂/∂{v} is {d}"
+    return Computed("derivative", "; ".join(want)[:200], bad is None, detail=bad or "")
+
+
+_LOGIC_TOKEN = re.compile(r"\s*(?:([P-Z])|(¬)|(∧)|(∨)|(→)|(↔)|(\()|(\))|([TF])(?![A-Za-z]))")
+
+
+def _logic(text: str):
+    """A propositional formula in P ... Z with ¬ ∧ ∨ → ↔ (T, F) as a Python function of its letters, and
+    the letters; None for anything else (quantifiers, predicates, prose)."""
+    t = text.strip().rstrip(".").strip()
+    tokens, pos = [], 0
+    while pos < len(t):
+        m = _LOGIC_TOKEN.match(t, pos)
+        if m is None:
+            return None
+        tokens.append(next(g for g in m.groups() if g))
+        pos = m.end()
+    if not tokens:
+        return None
+    i = 0
+
+    def peek():
+        return tokens[i] if i < len(tokens) else None
+
+    def atom():
+        nonlocal i
+        tok = peek()
+        if tok is None:
+            raise ValueError
+        i += 1
+        if tok == "¬":
+            inner = atom()
+            return lambda env: not inner(env)
+        if tok == "(":
+            inner = iff()
+            if peek() != ")":
+                raise ValueError
+            i += 1
+            return inner
+        if tok in ("T", "F"):
+            return lambda env, v=(tok == "T"): v
+        if re.fullmatch(r"[P-Z]", tok):
+            return lambda env, k=tok: env[k]
+        raise ValueError
+
+    def binary(sub, op, fn):
+        def parse():
+            nonlocal i
+            left = sub()
+            while peek() == op:
+                i += 1
+                right = sub()
+                left = (lambda a, b: lambda env: fn(a(env), b(env)))(left, right)
+            return left
+        return parse
+
+    conj = binary(atom, "∧", lambda a, b: a and b)
+    disj = binary(conj, "∨", lambda a, b: a or b)
+
+    def implies():
+        nonlocal i
+        left = disj()
+        if peek() == "→":
+            i += 1
+            right = implies()
+            return lambda env: (not left(env)) or right(env)
+        return left
+
+    iff = binary(implies, "↔", lambda a, b: a == b)
+    try:
+        f = iff()
+    except (ValueError, RecursionError):
+        return None
+    if i != len(tokens):
+        return None
+    return f, {tok for tok in tokens if re.fullmatch(r"[P-Z]", tok)}
+
+
+@bounded
+def logic(question: str, answer: str) -> Computed | None:
+    """"Simplify the following statements (so that negation only appears right before variables).\\n(b) (¬P
+    ∨¬Q) →¬(¬Q ∧R)." answered "(P ∨Q) ∨(Q ∧¬R)": the two statements' truth tables."""
+    import itertools
+
+    stem, item = _split(question)
+    if stem == question.strip() or not re.match(r"^\s*simplify\s+the\s+following(?:\s+statements)?\b", stem, re.I):
+        return None
+    a, b = _logic(item), _logic(answer)
+    if a is None or b is None:
+        return None
+    letters = sorted(a[1] | b[1])
+    for values in itertools.product((False, True), repeat=len(letters)):
+        env = dict(zip(letters, values))
+        if a[0](env) != b[0](env):
+            shown = ", ".join(f"{k}={'T' if v else 'F'}" for k, v in env.items())
+            return Computed("logic", "", False, detail=f"at {shown} the statement is {'T' if a[0](env) else 'F'}, the gold {'T' if b[0](env) else 'F'}")
+    return Computed("logic", "equivalent", True)
+
+
 # ---- generating functions, recurrences, closed formulas, sums (Levin) ------------------------------------------------
 
 def _series(f, x, n: int) -> list:
@@ -914,6 +1079,13 @@ def matrix(question: str, answer: str) -> Computed | None:
         if a is None or got is None or a.rows != a.cols or a.det() == 0:
             return None
         return Computed("inverse", str(a.inv().tolist()), a.inv() == got, detail=f"the inverse is {a.inv().tolist()}")
+    m = re.fullmatch(r"\s*compute\s+det\s*\(\s*(\\begin\{pmatrix\}.*?\\end\{pmatrix\})\s*\^\{[−-]1\}\s*\)\s+without\s+computing\s+the\s+inverse\s*\.?\s*", question, re.I | re.S)
+    if m:
+        a, got = _matrix(_PMATRIX.fullmatch(m.group(1)).group(1)), _value(answer)
+        if a is None or got is None or a.rows != a.cols or a.det() == 0:
+            return None
+        want = 1 / a.det()
+        return Computed("determinant", str(want), bool(_same(want, got)), detail=f"det of the inverse is {want}")
     m = re.match(r"^\s*(?:calculez\s+le\s+déterminant\s+de|calculate\s+the\s+determinant\s+of\s+the\s+matrix\s+A\s*=)\s*(\\begin\{pmatrix\}.*?\\end\{pmatrix\})\s*\.?\s*(?:\((?:the\s+easiest|astuce)[^)]*\)\s*\.?)?\s*$", question, re.I | re.S)
     if m:
         a = _matrix(_PMATRIX.fullmatch(m.group(1)).group(1), letters="abcd")
@@ -1160,7 +1332,7 @@ def matrix_facts(question: str, answer: str) -> Computed | None:
     return None
 
 
-KINDS = (derivative, antiderivative, generating_function, recurrence, closed_formula, progression_sum, evaluate, remainder, congruence,
+KINDS = (derivative, chained_derivative, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, evaluate, remainder, congruence,
          element_order, ode_solution, matrix, finite, matrix_facts)
 
 
