@@ -131,6 +131,10 @@ def test_the_gold_is_computed_from_the_question_as_printed(question, answer, wan
     ("Simplify the statements (so negation appears only directly next to predicates).\n(a) ¬∃x∀y(¬O(x) ∨E(y)).", "∀x∃y(O(x) ∧¬E(y))"),
     ("Simplify the following statements (so that negation only appears right before variables).\n(c) ¬((P →¬Q) ∨¬(R ∧¬R)).",
      "F. Or (P ∧Q) ∧(R ∧¬R)"),
+    # an exercise not split into its parts, a gold carrying the next exercise's answer
+    ("For each, find the characteristic polynomial and the eigenvalues.\n(a) \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}\n"
+     "(b) \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "(a) x^2 −4x −5; λ_1 = 5, λ_2 = −1 (b) λ_1 = 1"),
+    ("Differentiate y = b(ε^{ax} −ε^{−ax}).", "ab(ε^{ax} + ε^{−ax}). (2) 2at + \\frac{2}{t}."),
     # an antiderivative without its constant (a definite value?) is not compared
     ("Find ∫ ε^{3x} dx.", "\\frac{1}{3}ε^{3x}."),
 ])

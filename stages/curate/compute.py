@@ -43,6 +43,8 @@ def _split(question: str) -> tuple[str, str]:
     numbered list ("Evaluate each of the following.\\n(a) (3 −2i) + (5i −6)"), else (question, question)."""
     lines = question.strip().split("\n")
     if len(lines) >= 2 and _LABEL.match(lines[-1]):
+        if any(_LABEL.match(line) for line in lines[:-1]):
+            return question.strip(), ""  # several parts in one item (not split): no one ask
         return "\n".join(lines[:-1]), _LABEL.sub("", lines[-1])
     return question.strip(), question.strip()
 
@@ -1336,12 +1338,15 @@ KINDS = (derivative, chained_derivative, logic, antiderivative, generating_funct
          element_order, ode_solution, matrix, finite, matrix_facts)
 
 
+_OTHER_PART = re.compile(r"(?:^|[\s.;])\((?:\d+|[a-h])\)\s|^\s*(?:\([a-h]\)|[a-h]\))\s")
+
+
 @functools.lru_cache(maxsize=4096)
 @bounded  # one bound for all the kinds together (each kind's own bound then defers to it)
 def compute(question: str, answer: str) -> Computed | None:
     """The first kind that can compute the answer to `question`, compared with `answer`; None: cannot tell."""
-    if not question or not answer:
-        return None
+    if not question or not answer or _OTHER_PART.search(answer):
+        return None  # "ab(ε^{ax} + ε^{−ax}). (2) 2at + ...": the gold carries another part's answer
     for kind in KINDS:
         out = kind(question, answer)
         if out is not None:
