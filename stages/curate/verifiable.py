@@ -225,7 +225,8 @@ def verdict_sentence(question: str, answer: str) -> str | None:
 # "4^4 · 2 (choose any digits ...)", "20^4 (order matters ...)": a value, then why in brackets;
 # "2.01 × 10^9 solar masses, assuming the gas ...": a value and unit, then an assumption clause;
 # "3 1 = 3. We need to select ...": a computation to its value, then prose. The value is the answer.
-_VALUE_THEN_WHY = re.compile(r"^\s*(?P<v>[^A-Za-z()]*\d[^A-Za-z()]*?)\s*\((?P<why>[^()]*[A-Za-z]{3,}[^()]*)\)\s*\.?\s*$")
+# "42 (the number of subgroups)": a word in the brackets, not a factor "16(i − \\sqrt{3} )" (a LaTeX command is no word)
+_VALUE_THEN_WHY = re.compile(r"^\s*(?P<v>[^A-Za-z()]*\d[^A-Za-z()]*?)\s*\((?P<why>[^()]*(?<![\\A-Za-z])[A-Za-z]{3,}[^()]*)\)\s*\.?\s*$")
 _VALUE_THEN_CLAUSE = re.compile(r"^\s*(?P<v>[−-]?\d[\d.,]*(?:\s*(?:×|x)\s*10\^\{?[−-]?\d+\}?)?(?:\s+[A-Za-z]+){0,2})\s*,\s*"
                                 r"(?:assuming|provided|if|where|given|neglecting|ignoring|since|because)\b", re.I)
 _CHAIN_THEN_PROSE = re.compile(r"^\s*(?P<chain>[^A-Za-z.]*\d[^A-Za-z]*?=\s*(?P<v>[−-]?\d[\d,]*(?:\.\d+)?))\s*\.\s+(?=[A-Z])")
@@ -295,7 +296,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "11"
+    version = "12"  # v12: a factor in brackets after a value ("16(i − \\sqrt{3} )") is no explanation to cut off
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
