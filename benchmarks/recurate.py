@@ -45,9 +45,18 @@ def recurate(src: Path, dst: Path, taxonomy: bool = False) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     cfg = dst.parent / f".{dst.name}.yaml"
     cfg.write_text(yaml.safe_dump({"stages": sections}))
-    run = subprocess.run(["rlclimb", "run", "stem-curate", "-q", "-i", pre[-1], "-o", str(dst), "-c", str(cfg)],
+    # the stage's record parts only: its directory also holds `*.ledger.parquet` (its drops), which
+    # read as input would be records without a question (a cleanup error per ledger row)
+    inputs = dst.parent / f".{dst.name}.in"
+    shutil.rmtree(inputs, ignore_errors=True)
+    inputs.mkdir()
+    for part in sorted(glob.glob(str(Path(pre[-1]) / "part-*.parquet"))):
+        if not part.endswith(".ledger.parquet"):
+            (inputs / Path(part).name).symlink_to(part)
+    run = subprocess.run(["rlclimb", "run", "stem-curate", "-q", "-i", str(inputs), "-o", str(dst), "-c", str(cfg)],
                          capture_output=True, text=True)
     cfg.unlink()
+    shutil.rmtree(inputs)
     if run.returncode:
         raise SystemExit(f"{src}: stem-curate failed:\n{run.stderr[-2000:]}")
     for i, part in enumerate(sorted(glob.glob(str(src / "ledger" / "*.parquet")))):
