@@ -44,7 +44,7 @@ from .parse_glyph_pool import (
     rewrite_line,
 )
 from .parse_math import GlyphMap, line_text
-from .parse_pieces import tall_delimiters, vertical_dots
+from .parse_pieces import tall_delimiters, vertical_bars, vertical_dots
 
 _DISPLAY_GAP = (1.33, 1.42)  # a display binomial's row distance, in units of its rows' size
 _TEXT_GAP = (0.98, 1.2)  # a textstyle binomial's (rows at script size: smaller than the parentheses)
@@ -90,8 +90,9 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
         vertical_dots(chars)  # a tall matrix's "and so on" rows
     rest = {id(g): others for g, _, others, _ in tall}  # its other pieces go wherever it goes
     raw_text.update({g: (text, g.line) for g, text, _, _ in tall})
+    bars = vertical_bars(chars, ext)  # (before the pool: a bar is a glyph of its row)
     pool = GlyphPool(chars)
-    touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS}
+    touched = {g.line for g in chars if g.font in ext and g.text in OPERATORS} | bars
     sources: dict[int, set[int]] = {}
     rules: list[Rule] | None = None
 

@@ -71,8 +71,16 @@ _PIECE_SYMBOL = {("paren", "left"): "(", ("paren", "right"): ")", ("bracket", "l
                  ("bracket", "right"): "]", ("brace", "left"): "{", ("brace", "right"): "}", ("brace", None): "{}"}
 
 
+# a vertical bar taller than the text's (`\\big|`, a set-builder's `\\bigm|`) is only extension
+# pieces, one under the other (`parse_pieces.vertical_bars`)
+_BAR_PIECES = {"vextendsingle": "|", "vextenddouble": "‖"}
+
+
 def piece_part(name: str) -> tuple[str, str] | None:
-    """(delimiter, part) for a delimiter piece's glyph name (`parenlefttp`, `braceex`), else None."""
+    """(delimiter, part) for a delimiter piece's glyph name (`parenlefttp`, `braceex`, a bar's
+    `vextendsingle`), else None."""
+    if (bar := _BAR_PIECES.get(name.split(".", 1)[0])) is not None:
+        return bar, "ex"
     m = _PIECE_NAME.match(name.split(".", 1)[0])
     if m is None or (symbol := _PIECE_SYMBOL.get((m.group(1), m.group(2)))) is None:
         return None

@@ -72,3 +72,44 @@ def vertical_dots(chars: list[Glyph]) -> None:
             c.top = a.top
             for g in (a, b):
                 g.text, g.blank = " ", True
+
+
+def vertical_bars(chars: list[Glyph], ext: set[str]) -> set[int]:
+    """A bar taller than the text's (`\\big|`, `\\Bigm|`: a set-builder's, an evaluation's) is a run
+    of its extension piece only, one under the other at one x (hefferon's `{ (a b) | a, b ∈ R }`
+    read "{ (a b) a, b ∈ R }": the pieces' raw codes are control characters): the run's top piece
+    reads as the bar, the others as nothing, where it is no taller than a `\\big` delimiter (1.2 of
+    its size: a bar in a row of text; a taller one fences stacked rows, a determinant's, which
+    this pass does not read), and not one of a pair a few glyphs apart (fences: |4|). Returns the
+    lines they are in."""
+    codes = document_fonts().piece_codes
+    bars = sorted((g for g in chars if g.font in ext and not g.synthetic
+                   and (part := codes.get(g.font, {}).get(g.text)) is not None and part[0] in "|‖"),
+                  key=lambda g: (round(g.x0), g.oy))
+    lines: set[int] = set()
+    used: set[int] = set()
+    runs = []
+    for top in bars:
+        if id(top) in used:
+            continue
+        size, run = top.size, [top]
+        for g in bars:  # (sorted by x, then down: the run's next pieces follow it)
+            if id(g) not in used and g is not run[-1] and g.font == top.font and abs(g.x0 - top.x0) < 0.1 * size \
+                    and abs(g.size - size) < 0.05 * size and 0.05 * size < g.oy - run[-1].oy < 1.0 * size:
+                run.append(g)
+        used.update(id(g) for g in run)
+        step = run[1].oy - run[0].oy if len(run) > 1 else 0.6 * size  # (cmex's piece: 0.6 of its size)
+        if run[-1].oy + step - run[0].oy > 1.3 * size:
+            continue  # taller than \\big: a fence around stacked rows (a determinant), left as it was
+        runs.append(run)
+    for run in runs:
+        top, size = run[0], run[0].size
+        if any(other is not run and abs(other[0].oy - top.oy) < 0.1 * size and len(other) == len(run)
+               and 0 < abs(other[0].x0 - top.x0) < 4 * size for other in runs):
+            continue  # a pair a few glyphs apart fences them (|4|, a matrix of minors): left as it was
+        # (its origin stays: an extension glyph hangs from it, over the row it stands in)
+        top.text, top.blank = codes[top.font][top.text][0], False
+        for g in run[1:]:
+            g.text, g.blank = "", True
+        lines.update(g.line for g in run)
+    return lines
