@@ -31,7 +31,7 @@ from .parse_accents import attach_marks, rebuild_accents
 from .parse_delimited import rebuild_delimited
 from .parse_extension import with_extension
 from .parse_glyph_pool import ExtensionFonts, reading
-from .parse_glyphs import font_tables
+from .parse_glyphs import document_fonts, font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_math import PageExtraction, glyph_pattern, rebuild_lines, wants_spans
 from .parse_ocr import ocr_textpage
@@ -252,10 +252,11 @@ class ParsePdf(Stage):
         got = _GLYPHS.get(path)
         if got is None:
             doc = cached_pdf(path)
-            table = font_tables(doc)
+            listed = document_fonts(doc)  # (each page's font list read once, for both tables)
+            table = font_tables(doc, listed)
             # extension glyphs ("X" for a sum) are renamed where a pass reads their font, but do
             # not send lines to the span pass: "X" is mostly a letter
-            glyphs, fonts = with_extension(table, doc)
+            glyphs, fonts = with_extension(table, doc, listed)
             got = _GLYPHS[path] = (glyphs, glyph_pattern(table), fonts)
         return got
 
