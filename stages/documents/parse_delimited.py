@@ -134,7 +134,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
-            if (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None and pitches:
+            if pitches and (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None:
                 place(vector)
                 continue
             found = _binomial(left, near)
