@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .parse_extension import OPERATORS, PIECES
@@ -245,7 +246,9 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
     "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Two
     single rows in parentheses are a vector only at the pitch the page sets its taller stacks in
     parentheses at (`pitches`): else they may be a binomial (`_binomial`'s, or left as they are)."""
-    got = _stack(left, near, depth, unread, boxes)
+    def kept(pitch: float, rows: int, cells: int) -> bool:  # (no piece read for a stack dropped below)
+        return not (left.text == "(" and rows == 2 and cells == 1 and not any(abs(pitch - p) < 0.06 for p in pitches))
+    got = _stack(left, near, depth, unread, boxes, kept=kept)
     if got is None:
         return None
     piece, members, pitch, rows, cells = got
@@ -255,7 +258,8 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
 
 
 def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[float, float]],
-           boxes: Boxes = (), shape: bool = False) -> tuple[Glyph | None, list[Glyph], float, int, int] | None:
+           boxes: Boxes = (), shape: bool = False,
+           kept: Callable[[float, int, int], bool] | None = None) -> tuple[Glyph | None, list[Glyph], float, int, int] | None:
     """`_column`'s reading: the piece, its glyphs, its rows' pitch (in units of their size), how many
     rows and cells per row (`shape`: only those three, no piece: the page's pitch evidence asks every
     "(" for them, and finding a piece's host is the costly part); each row holds the same number of cells (runs apart by a table gap),
@@ -316,7 +320,7 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
     if any(not 0.8 * em < b - a < 2.2 * em for a, b in zip(bases, bases[1:], strict=False)):
         return None  # rows a line apart, no more (text above and below is no row of it)
     pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
-    if shape:
+    if shape or kept is not None and not kept(pitch, len(rows), len(table[0])):
         return None, [], pitch, len(rows), len(table[0])
     for row, base in zip(rows, bases, strict=True):  # the spaces between a row's glyphs are its own
         a, b = min(g.x0 for g in row), max(g.x1 for g in row)
