@@ -277,9 +277,9 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
               and left.oy - 0.3 * size < g.oy < left.oy + (depth + 0.1) * size]
     # (a line of prose runs on right past the pair's edges; the next matrix's rows start farther off)
-    passing = {(g.line, round(g.oy)) for g in near if not g.blank and not g.atom and not is_extension(g.font)
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and not g.atom
                and (left.x0 - size < g.x1 < left.x0 or right.x1 < g.x0 < right.x1 + size)
-               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
+               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not is_extension(g.font)}
     inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
     # another big delimiter hanging lower down is the next line's: what is under its top is not ours
     lower = min((g.oy for g in inside if is_extension(g.font) and g.oy > left.oy + 0.3 * size), default=None)
@@ -342,9 +342,10 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
     # (and not an entry of a matrix beside it: a glyph with rows over and under it)
     taken = {id(g) for g in members}
     lo, hi = bases[0] + 0.2 * em, bases[-1] - 0.2 * em
-    cands = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font)
-             and g.size >= 0.8 * size and lo < g.oy < hi
-             and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)]
+    cands = [g for g in near if lo < g.oy < hi and id(g) not in taken and not g.blank and not g.atom
+             and g.size >= 0.8 * size
+             and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)
+             and not is_extension(g.font)]
     # (and not inside another tall pair that does not hold this one: `boxes`)
     outer = [b for b in boxes if not (b[0] <= left.x0 and right.x1 <= b[1] and b[2] <= left.oy <= b[3])]
     cands = [g for g in cands if not any(x0 < g.mid < x1 and y0 < g.oy < y1 for x0, x1, y0, y1 in outer)]
