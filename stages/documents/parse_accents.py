@@ -235,6 +235,7 @@ _ACROSS = re.compile(rf"[{_COMBINING}](?P<skip>\s*(?:\\frac\{{|\}}\{{?)+)(?P<let
 # a spacing accent right after a lone letter, where a pass that ordered glyphs by their middles
 # put it (an accent over an italic letter is skewed right of it): "xˆ + yˆ", "tˆ_{1}"
 _SPACING = "\u02c6\u02dc\u00af\u02c9\u02d9\u02c7\u02d8\u00a8"
+_SPACING_SET = frozenset(_SPACING)
 _AFTER = re.compile(rf"(?<![^\W\d_])(?P<letter>[^\W\d_])(?P<mark>[{_SPACING}])(?![^\W\d_])")
 # or right before one, alone (TeX's drawing order, kept in a line another pass rewrote: "Rep ˆB,B")
 _BEFORE = re.compile(rf"(?<![^\W\d_])(?P<mark>[{_SPACING}])(?P<letter>[^\W\d_])(?![^\W\d_])")
@@ -274,6 +275,6 @@ def attach_marks(blocks: list[dict]) -> int:
             text = text[:-1] if text[-1] in _SPACING else text[:-1].rstrip()  # (its word ended before it)
         ln["text"] = _MARKED.sub(accent, _ACROSS.sub(across, text))
     for ln in lines:
-        if any(c in _SPACING for c in ln["text"]):
+        if not _SPACING_SET.isdisjoint(ln["text"]):
             ln["text"] = _BEFORE.sub(after, _AFTER.sub(after, ln["text"]))
     return placed

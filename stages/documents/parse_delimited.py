@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .parse_extension import OPERATORS, PIECES
@@ -135,7 +136,7 @@ def rebuild_delimited(page: Any, textpage: Any, blocks: list[dict], glyphs: Glyp
     for left in lefts:
         if left.text == "(" and id(left) not in pool.gone:
             near = pool.near(left.oy, reach(left))
-            if (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None and pitches:
+            if pitches and (vector := _column(left, near, depths[id(left)], pitches, unread, boxes)) is not None:
                 place(vector)
                 continue
             found = _binomial(left, near, depths[id(left)])
@@ -246,7 +247,9 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
     "et" between two stray codes): one `pmatrix` piece, as `parse_matrix` writes a matrix. Two
     single rows in parentheses are a vector only at the pitch the page sets its taller stacks in
     parentheses at (`pitches`): else they may be a binomial (`_binomial`'s, or left as they are)."""
-    got = _stack(left, near, depth, unread, boxes)
+    def kept(pitch: float, rows: int, cells: int) -> bool:  # (no piece read for a stack dropped below)
+        return not (left.text == "(" and rows == 2 and cells == 1 and not any(abs(pitch - p) < 0.06 for p in pitches))
+    got = _stack(left, near, depth, unread, boxes, kept=kept)
     if got is None:
         return None
     piece, members, pitch, rows, cells = got
@@ -256,7 +259,8 @@ def _column(left: Glyph, near: list[Glyph], depth: float, pitches: list[float],
 
 
 def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[float, float]],
-           boxes: Boxes = (), shape: bool = False) -> tuple[Glyph | None, list[Glyph], float, int, int] | None:
+           boxes: Boxes = (), shape: bool = False,
+           kept: Callable[[float, int, int], bool] | None = None) -> tuple[Glyph | None, list[Glyph], float, int, int] | None:
     """`_column`'s reading: the piece, its glyphs, its rows' pitch (in units of their size), how many
     rows and cells per row (`shape`: only those three, no piece: the page's pitch evidence asks every
     "(" for them, and finding a piece's host is the costly part); each row holds the same number of cells (runs apart by a table gap),
@@ -274,9 +278,9 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
               and left.oy - 0.3 * size < g.oy < left.oy + (depth + 0.1) * size]
     # (a line of prose runs on right past the pair's edges; the next matrix's rows start farther off)
-    passing = {(g.line, round(g.oy)) for g in near if not g.blank and not g.atom and not is_extension(g.font)
+    passing = {(g.line, round(g.oy)) for g in near if not g.blank and not g.atom
                and (left.x0 - size < g.x1 < left.x0 or right.x1 < g.x0 < right.x1 + size)
-               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size}
+               and left.oy - 0.3 * size < g.oy < left.oy + 3.1 * size and not is_extension(g.font)}
     inside = [g for g in inside if (g.line, round(g.oy)) not in passing]
     # another big delimiter hanging lower down is the next line's: what is under its top is not ours
     lower = min((g.oy for g in inside if is_extension(g.font) and g.oy > left.oy + 0.3 * size), default=None)
@@ -317,7 +321,7 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
     if any(not 0.8 * em < b - a < 2.2 * em for a, b in zip(bases, bases[1:], strict=False)):
         return None  # rows a line apart, no more (text above and below is no row of it)
     pitch = (bases[-1] - bases[0]) / (len(bases) - 1) / em
-    if shape:
+    if shape or kept is not None and not kept(pitch, len(rows), len(table[0])):
         return None, [], pitch, len(rows), len(table[0])
     for row, base in zip(rows, bases, strict=True):  # the spaces between a row's glyphs are its own
         a, b = min(g.x0 for g in row), max(g.x1 for g in row)
@@ -339,9 +343,10 @@ def _stack(left: Glyph, near: list[Glyph], depth: float, unread: list[tuple[floa
     # (and not an entry of a matrix beside it: a glyph with rows over and under it)
     taken = {id(g) for g in members}
     lo, hi = bases[0] + 0.2 * em, bases[-1] - 0.2 * em
-    cands = [g for g in near if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font)
-             and g.size >= 0.8 * size and lo < g.oy < hi
-             and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)]
+    cands = [g for g in near if lo < g.oy < hi and id(g) not in taken and not g.blank and not g.atom
+             and g.size >= 0.8 * size
+             and (left.x0 - 3 * size <= g.x1 <= left.x0 + 0.2 * size or right.x1 - 0.2 * size <= g.x0 <= right.x1 + 3 * size)
+             and not is_extension(g.font)]
     # (and not inside another tall pair that does not hold this one: `boxes`)
     outer = [b for b in boxes if not (b[0] <= left.x0 and right.x1 <= b[1] and b[2] <= left.oy <= b[3])]
     cands = [g for g in cands if not any(x0 < g.mid < x1 and y0 < g.oy < y1 for x0, x1, y0, y1 in outer)]

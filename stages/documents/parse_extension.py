@@ -24,7 +24,7 @@ import unicodedata
 from typing import Any
 
 from .parse_glyph_pool import ExtensionFonts
-from .parse_glyphs import _builtin, _differences
+from .parse_glyphs import _builtin, _differences, document_fonts
 
 _DELIMITERS = {"parenleft": "(", "parenright": ")", "bracketleft": "[", "bracketright": "]",
                "braceleft": "{", "braceright": "}", "angleleft": "⟨", "angleright": "⟩",
@@ -122,8 +122,8 @@ def _cff_names(doc: Any, xref: int) -> dict[int, str]:
     return {code: name for code, name in enumerate(encoding) if name != ".notdef"} if isinstance(encoding, list) else {}
 
 
-def extension_tables(doc: Any, fonts: ExtensionFonts,
-                     relations: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, str]]:
+def extension_tables(doc: Any, fonts: ExtensionFonts, relations: dict[str, dict[str, str]] | None = None,
+                     listed: list[tuple] | None = None) -> dict[str, dict[str, str]]:
     """font name (no subset prefix) -> {text-layer char: text} for the whole glyphs of the
     document's math extension fonts (read once per document, like `parse_glyphs.font_tables`).
     A font is one by its glyph names (sized delimiters, display operators, delimiter pieces),
@@ -132,31 +132,30 @@ def extension_tables(doc: Any, fonts: ExtensionFonts,
     glyphs that `tex_name` knows and MuPDF does not go to `relations` (when given)."""
     seen: set[int] = set()
     out: dict[str, dict[str, str]] = {}
-    for pno in range(doc.page_count):
-        for xref, _ext, ftype, basefont, *_ in doc.get_page_fonts(pno):
-            name = basefont.split("+", 1)[-1]
-            if xref in seen or ftype not in ("Type1", "MMType1", "Type1C"):
+    for xref, _ext, ftype, basefont, *_ in document_fonts(doc) if listed is None else listed:
+        name = basefont.split("+", 1)[-1]
+        if xref in seen or ftype not in ("Type1", "MMType1", "Type1C"):
+            continue
+        seen.add(xref)
+        if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
+            continue
+        names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
+        if relations is not None and (known := {chr(code): text for code, glyph in names.items()
+                                                if (33 <= code < 127 or 160 <= code < 256) and (text := tex_name(glyph))}):
+            relations.setdefault(name, {}).update(known)
+        if not fonts.knows(name):
+            if sum(1 for g in names.values() if glyph_symbol(g) or _PIECE.match(g)) < EXTENSION_NAMES:
                 continue
-            seen.add(xref)
-            if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
-                continue
-            names = {**_builtin(doc, xref), **_differences(doc, xref)} or _cff_names(doc, xref)
-            if relations is not None and (known := {chr(code): text for code, glyph in names.items()
-                                                    if (33 <= code < 127 or 160 <= code < 256) and (text := tex_name(glyph))}):
-                relations.setdefault(name, {}).update(known)
-            if not fonts.knows(name):
-                if sum(1 for g in names.values() if glyph_symbol(g) or _PIECE.match(g)) < EXTENSION_NAMES:
-                    continue
-                fonts.named.add(name)
-            table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
-            depths = {chr(code): depth for code, glyph in names.items() if (depth := glyph_depth(glyph))}
-            if depths:
-                fonts.depths.setdefault(name, {}).update(depths)
-            pieces = {chr(code): part for code, glyph in names.items() if (part := piece_part(glyph))}
-            if pieces:  # (those whose names MuPDF maps read as `PIECES` instead: both are asked)
-                fonts.piece_codes.setdefault(name, {}).update(pieces)
-            if table:
-                out.setdefault(name, {}).update(table)
+            fonts.named.add(name)
+        table = {chr(code): text for code, glyph in names.items() if (text := glyph_symbol(glyph))}
+        depths = {chr(code): depth for code, glyph in names.items() if (depth := glyph_depth(glyph))}
+        if depths:
+            fonts.depths.setdefault(name, {}).update(depths)
+        pieces = {chr(code): part for code, glyph in names.items() if (part := piece_part(glyph))}
+        if pieces:  # (those whose names MuPDF maps read as `PIECES` instead: both are asked)
+            fonts.piece_codes.setdefault(name, {}).update(pieces)
+        if table:
+            out.setdefault(name, {}).update(table)
     return out
 
 
@@ -188,7 +187,8 @@ def tex_name(name: str) -> str:
 _ALIASES = {"subseteq": "reflexsubset", "supseteq": "reflexsuperset"}  # TeX's names for AGL's
 
 
-def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str, dict[str, str]], ExtensionFonts]:
+def with_extension(table: dict[str, dict[str, str]], doc: Any,
+                   listed: list[tuple] | None = None) -> tuple[dict[str, dict[str, str]], ExtensionFonts]:
     """`table` (glyph-name substitutions per font) with the extension fonts' operators and
     radical signs added, and the document's `ExtensionFonts` (its delimiters go there). The
     glyph passes read the latter inside `parse_glyph_pool.reading`. The glyphs `tex_name` reads
@@ -197,7 +197,7 @@ def with_extension(table: dict[str, dict[str, str]], doc: Any) -> tuple[dict[str
     out = {font: dict(t) for font, t in table.items()}
     fonts = ExtensionFonts()
     relations: dict[str, dict[str, str]] = {}
-    for font, ext in extension_tables(doc, fonts, relations).items():
+    for font, ext in extension_tables(doc, fonts, relations, listed).items():
         fonts.delimiters[font] = {c: t for c, t in ext.items() if t in _SYMBOLS}
         out.setdefault(font, {}).update({c: t for c, t in ext.items() if t not in _SYMBOLS})
     for font, known in relations.items():

@@ -237,12 +237,13 @@ def page_glyphs(blocks: list[dict], raw_blocks: list[dict], table: GlyphMap,
             for s in rl["spans"]:
                 fmap = table.get(s["font"], {})
                 size, font = s["size"], s["font"]
-                for c in s["chars"]:
+                high = TOP * size
+                for c in s["chars"]:  # (positional: this loop makes every glyph of the lines read)
                     bx0, by0, bx1, by1 = c["bbox"]
                     oy = c["origin"][1]
-                    out.append(Glyph(fmap.get(c["c"], c["c"]), bx0, bx1, oy, size, font, li,
-                                     top=oy - TOP * size, bottom=oy, y0=by0, y1=by1,
-                                     synthetic=c.get("synthetic", False)))
+                    ch = c["c"]
+                    out.append(Glyph(fmap.get(ch, ch), bx0, bx1, oy, size, font, li, oy - high, oy, False, by0, by1,
+                                     c.get("synthetic", False)))
     return lines, out
 
 

@@ -75,7 +75,20 @@ def _builtin(doc: Any, font_xref: int) -> dict[int, str]:
     return {int(c): n.decode("latin-1") for c, n in _DUP.findall(head)}
 
 
-def font_tables(doc: Any) -> dict[str, dict[str, str]]:
+def document_fonts(doc: Any) -> list[tuple]:
+    """`doc.get_page_fonts` of every page, each font (xref) once, in the order the pages first
+    list it: read once per document for `font_tables` and `parse_extension.extension_tables`."""
+    seen: set[int] = set()
+    out = []
+    for pno in range(doc.page_count):
+        for font in doc.get_page_fonts(pno):
+            if font[0] not in seen:
+                seen.add(font[0])
+                out.append(font)
+    return out
+
+
+def font_tables(doc: Any, listed: list[tuple] | None = None) -> dict[str, dict[str, str]]:
     """font name (as MuPDF names it in spans: no subset prefix) -> {text-layer char: text}:
     - codes below 32 (raw codes: no Unicode) whose glyph names the AGL cannot map but the rules
       above can;
@@ -86,21 +99,20 @@ def font_tables(doc: Any) -> dict[str, dict[str, str]]:
 
     seen: set[int] = set()
     out: dict[str, dict[str, str]] = {}
-    for pno in range(doc.page_count):
-        for xref, _ext, ftype, basefont, *_ in doc.get_page_fonts(pno):
-            if xref in seen or ftype not in ("Type1", "MMType1", "TrueType", "Type3"):
+    for xref, _ext, ftype, basefont, *_ in document_fonts(doc) if listed is None else listed:
+        if xref in seen or ftype not in ("Type1", "MMType1", "TrueType", "Type3"):
+            continue
+        seen.add(xref)
+        names = {**_builtin(doc, xref), **_differences(doc, xref)}
+        table = {}
+        for code, name in names.items():
+            if (m := _ASTRAL.match(name)) and (value := int(m.group(1), 16)) > 0xFFFF:
+                table[chr(value & 0xFFFF)] = chr(value)  # MuPDF dropped the plane digit
                 continue
-            seen.add(xref)
-            names = {**_builtin(doc, xref), **_differences(doc, xref)}
-            table = {}
-            for code, name in names.items():
-                if (m := _ASTRAL.match(name)) and (value := int(m.group(1), 16)) > 0xFFFF:
-                    table[chr(value & 0xFFFF)] = chr(value)  # MuPDF dropped the plane digit
-                    continue
-                if code >= 32 or agl.toUnicode(name):
-                    continue
-                if text := name_to_text(name):
-                    table[chr(code)] = text
-            if table:
-                out.setdefault(basefont.split("+", 1)[-1], {}).update(table)
+            if code >= 32 or agl.toUnicode(name):
+                continue
+            if text := name_to_text(name):
+                table[chr(code)] = text
+        if table:
+            out.setdefault(basefont.split("+", 1)[-1], {}).update(table)
     return out

@@ -45,15 +45,15 @@ def wants_spans(blocks: list[dict], pattern: re.Pattern) -> bool:
     A superscript lifts its line's top above the baseline (a subscript its bottom below it)
     further than a plain line in the same font reaches (compared per font, in units of its
     size: a heading's size alone does not count)."""
-    reach: dict[str, tuple[Counter, Counter]] = {}
+    reach: dict[str, tuple[set, set]] = {}
     for b in blocks:
         for ln in b["lines"]:
             if pattern.search(ln["text"]):
                 return True
             size, bb = ln["font"]["size"] or 1.0, ln["bbox"]
-            up, down = reach.setdefault(ln["font"]["name"], (Counter(), Counter()))
-            up[round((ln["y"] - bb["y"]) / size, 1)] += 1
-            down[round((bb["y"] + bb["h"] - ln["y"]) / size, 1)] += 1
+            up, down = reach.setdefault(ln["font"]["name"], (set(), set()))
+            up.add(round((ln["y"] - bb["y"]) / size, 1))
+            down.add(round((bb["y"] + bb["h"] - ln["y"]) / size, 1))
     # MuPDF's line box comes from the font's ascender and descender, whatever the glyphs: the
     # least reach in a font on the page is that font's plain line
     usual = {name: (min(up), min(down)) for name, (up, down) in reach.items()}

@@ -31,7 +31,7 @@ from .parse_accents import attach_marks, rebuild_accents
 from .parse_delimited import rebuild_delimited
 from .parse_extension import with_extension
 from .parse_glyph_pool import ExtensionFonts, reading
-from .parse_glyphs import font_tables
+from .parse_glyphs import document_fonts, font_tables
 from .parse_layout import dropped_glyphs, page_lines, stext_blocks
 from .parse_math import PageExtraction, glyph_pattern, rebuild_lines, wants_spans
 from .parse_ocr import ocr_textpage
@@ -172,13 +172,14 @@ class ParsePdf(Stage):
         try:
             page = cached_pdf(path).load_page(number - 1)
             rect = page.rect  # (each `page.rect` is a call into MuPDF)
-            textpage = page.get_textpage(flags=text_flags())
+            drawn = DrawnPage(page)  # (the text page, and whether the page draws any path)
+            textpage = drawn.textpage
             blocks = stext_blocks(textpage)
             glyphs, pattern, fonts = self._glyphs(path)
             extraction = PageExtraction(textpage)  # glyphs, spans: extracted once, if a pass needs them
             with reading(fonts):  # this document's extension fonts, whatever documents came before
-                rebuild_stacked(page, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
-                rebuild_delimited(page, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
+                rebuild_stacked(drawn, extraction, blocks, glyphs)  # display fractions, radicals: only where cues
+                rebuild_delimited(drawn, extraction, blocks, glyphs)  # binomials, operator limits: extension-font pages
                 rebuild_accents(extraction, blocks, glyphs)  # \vec{p}, \hat{x}: pages whose lines hold an accent
                 if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                     rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
@@ -252,10 +253,11 @@ class ParsePdf(Stage):
         got = _GLYPHS.get(path)
         if got is None:
             doc = cached_pdf(path)
-            table = font_tables(doc)
+            listed = document_fonts(doc)  # (each page's font list read once, for both tables)
+            table = font_tables(doc, listed)
             # extension glyphs ("X" for a sum) are renamed where a pass reads their font, but do
             # not send lines to the span pass: "X" is mostly a letter
-            glyphs, fonts = with_extension(table, doc)
+            glyphs, fonts = with_extension(table, doc, listed)
             got = _GLYPHS[path] = (glyphs, glyph_pattern(table), fonts)
         return got
 
@@ -273,6 +275,70 @@ class ParsePdf(Stage):
                 rep = learn(cached_pdf(path), text_flags(), ocr)
             _REPAIRS[key] = rep
         return rep
+
+
+class DrawnPage:
+    """A page as the glyph passes read it (`rect`, `get_fonts`, `get_cdrawings`), drawn once into
+    a display list: its text page comes from the list (the same as `page.get_textpage`), and the
+    list tells whether the page strokes or fills any path at all, replayed into a device that
+    only counts them (text and images pass it by: ~0.03 ms); without one, `get_cdrawings`
+    (MuPDF interpreting the page again, ~0.4-0.6 ms) has nothing to find (it lists only those
+    two calls). Pages whose text asks for their rules but draw none: the generated book's short
+    stacked lines, half of ostp's pages. A rotated page is read as before, its drawings asked for."""
+
+    def __init__(self, page: Any) -> None:
+        import pymupdf
+
+        self.page, self.rect = page, page.rect
+        self._paths: bool | None = None
+        if page.rotation:  # (`get_textpage` reads it unrotated)
+            self.list, self._paths = None, True
+            self.textpage = page.get_textpage(flags=text_flags())
+            return
+        self.list = page.get_displaylist()
+        self.textpage = pymupdf.TextPage(self.list.get_textpage(flags=text_flags()))
+        self.textpage.parent = page
+
+    def get_fonts(self) -> list:
+        return self.page.get_fonts()
+
+    def get_cdrawings(self) -> list:
+        if self._paths is None:
+            import pymupdf
+
+            seen = _path_counter()
+            mupdf = pymupdf.mupdf
+            mupdf.fz_run_display_list(self.list.this, seen, mupdf.FzMatrix(), mupdf.FzRect(mupdf.FzRect.Fixed_INFINITE),
+                                      mupdf.FzCookie())
+            seen.fz_close_device()
+            self._paths = seen.paths > 0
+        return self.page.get_cdrawings() if self._paths else []
+
+
+_PATH_COUNTER: Any = None
+
+
+def _path_counter() -> Any:
+    """A MuPDF device that counts the paths stroked or filled into it (nothing else reaches Python)."""
+    global _PATH_COUNTER
+    if _PATH_COUNTER is None:
+        import pymupdf
+
+        class PathCounter(pymupdf.mupdf.FzDevice2):
+            def __init__(self) -> None:
+                super().__init__()
+                self.use_virtual_fill_path()
+                self.use_virtual_stroke_path()
+                self.paths = 0
+
+            def fill_path(self, *args: Any) -> None:
+                self.paths += 1
+
+            def stroke_path(self, *args: Any) -> None:
+                self.paths += 1
+
+        _PATH_COUNTER = PathCounter
+    return _PATH_COUNTER()
 
 
 def _has_picture(page: Any) -> bool:
