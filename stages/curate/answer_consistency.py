@@ -201,6 +201,17 @@ def _ode_form(equation: str, name: str) -> str | None:
                   _latex(t))
 
 
+def ode_sides(equation: str, name: str):
+    """(the equation, lhs, rhs as sympy expressions) of an ODE in `name` as printed ("Solve y′ = 2y.": the
+    instruction's words cut off, derivatives as `_ode_form` spells them), or None."""
+    eq = re.sub(r"^.*(?:résolvez|solve|de|of|pour|for|to|à)\s+", "", equation.strip().rstrip(".?"), flags=re.I)
+    form = _ode_form(eq, name)
+    if form is None or form.count("=") != 1:
+        return None
+    lhs, rhs = (_expr(side) for side in form.split("="))
+    return None if lhs is None or rhs is None else (eq, lhs, rhs)
+
+
 @bounded
 def ode_mismatch(question: str, answer: str) -> str | None:
     """"Résolvez x′ = 3xt^2 − 3t^2, x(0) = 2." answered "x= e^{t3} + 1" (e^{t^3} with its power
@@ -217,14 +228,11 @@ def ode_mismatch(question: str, answer: str) -> str | None:
                  and not re.match(rf"\s*{name}(?:\^\{{′+\}}|′+|'+)?\([^()]*\)\s*=", e)]  # "y′(0) = b": a condition
     if len(equations) != 1:
         return None
-    eq = re.sub(r"^.*(?:résolvez|solve|de|of|pour|for|to|à)\s+", "", equations[0].strip().rstrip(".?"), flags=re.I)
-    form = _ode_form(eq, name)
-    if form is None or form.count("=") != 1:
-        return None
-    lhs, rhs = (_expr(side) for side in form.split("="))
+    sides = ode_sides(equations[0], name)
     f = _expr(gold.group(2))
-    if lhs is None or rhs is None or f is None:
+    if sides is None or f is None:
         return None
+    eq, lhs, rhs = sides
     names = {0: "xi", 1: "eta", 2: "zeta", 3: "chi"}  # the parser spells the placeholders out
     marks = {s for s in lhs.free_symbols | rhs.free_symbols if s.name in names.values()}
     symbols = (f.free_symbols | lhs.free_symbols | rhs.free_symbols) - marks

@@ -22,7 +22,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from .answer_consistency import _EXPLICIT, _SOLVE_ASK, _differ, _e_constant, _expr, _ode_form, bounded
+from .answer_consistency import (
+    _EXPLICIT,
+    _SOLVE_ASK,
+    _differ,
+    _e_constant,
+    _expr,
+    bounded,
+    ode_sides,
+)
 
 
 @dataclass(frozen=True)
@@ -916,14 +924,11 @@ def ode_solution(question: str, answer: str) -> Computed | None:
     equations = [e for e in parts if e not in conditions and re.search(rf"(?<![A-Za-z\\]){re.escape(name)}(?:\^\{{′|′|')|\\frac\{{d{re.escape(name)}\}}", e)]
     if len(equations) != 1 or len(parts) != len(conditions) + 1:
         return None
-    eq = re.sub(r"^.*(?:résolvez|solve|de|of|pour|for|to|à)\s+", "", equations[0].strip().rstrip(".?"), flags=re.I)
-    form = _ode_form(eq, name)
-    if form is None or form.count("=") != 1:
-        return None
-    lhs, rhs = (_expr(side) for side in form.split("="))
+    sides = ode_sides(equations[0], name)
     f = _expr(gold.group(2))
-    if lhs is None or rhs is None or f is None:
+    if sides is None or f is None:
         return None
+    eq, lhs, rhs = sides
     f = _e_constant(f)
     names = {0: "xi", 1: "eta", 2: "zeta", 3: "chi"}
     marks = {m for m in lhs.free_symbols | rhs.free_symbols if m.name in names.values()}
