@@ -236,7 +236,6 @@ class ToolEnvScript:
         self.lock = threading.Lock()
         self.kinds: Counter = Counter()  # prompt kind -> requests
         self.answered: Counter = Counter()  # request body hash -> times answered
-        self.no_tool_seen: dict = {}
 
     @staticmethod
     def key(body: dict) -> str:
@@ -278,11 +277,10 @@ class ToolEnvScript:
             return Reply(json.dumps(task_for(chain)))
         if first.startswith("Write a request to the assistant"):
             who = "hurried" if "hurried" in first else "parent"
-            with self.lock:  # the first request of a persona gets one wording, the next the other
-                key = (who, self.key(body))
-                if key not in self.no_tool_seen:
-                    self.no_tool_seen[key] = sum(w == who for w, _ in self.no_tool_seen)
-                i = self.no_tool_seen[key]
+            # The wording comes from the request, never its arrival order (a run at concurrency 4
+            # and a resumed one at 1 must see the same replies): no-tool draws alternate between
+            # the two personas, so a persona's k-th request has draw 2k or 2k+1 (seed = s*1000 + draw).
+            i = (body.get("seed", 0) % 1000) // 2
             text = NO_TOOL[who][i % 2]
             return Reply(json.dumps({"instruction": text, "outputs": ["9:00"] if "open" in text else []}))
         return Reply(PROSE)
