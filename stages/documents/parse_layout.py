@@ -313,7 +313,7 @@ def _grid_order(lines: list[dict]) -> list[dict]:
     column's edge; each is given to the column it starts in and, within the column, to the
     label of its block of lines (blocks split at vertical gaps wider than half a line). Cells go
     in their letters' order, so a grid filled down its columns (a c / b d) reads a, b, c, d too."""
-    anchors = [(i, ln) for i, ln in enumerate(lines) if (m := _PART_LABEL.match(ln["text"]))]
+    anchors = [(i, ln) for i, ln in enumerate(lines) if _PART_LABEL.match(ln["text"])]
     if len(anchors) < 2:
         return lines
     done: set[int] = set()

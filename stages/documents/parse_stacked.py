@@ -272,7 +272,7 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
 
 def _two_lines(rule: Rule, chars: list[Glyph], taken: set[int], num_row: float, den_row: float, em: float,
                others: list[Rule]) -> bool:
-    """The bar's two rows are two lines of text, not a fraction's parts: each row is begun left of
+    r"""The bar's two rows are two lines of text, not a fraction's parts: each row is begun left of
     the bar on its own baseline (a list's "(a)" and "(b)"), the two beginnings start together
     (one column's lines), and nothing sits on the row between them where the text a fraction
     stands in would be (its axis), nor a bar of their own (a fraction beside this one). The rule
