@@ -161,8 +161,9 @@ def extension_tables(doc: Any, fonts: ExtensionFonts, relations: dict[str, dict[
 
 # TeX fonts' names for glyphs the Adobe Glyph List lacks; MuPDF, not knowing a name, reads the
 # glyph as its code's Latin-1 character (txsyc's `nequal` at 44: "f (1) , a" for f(1) ≠ a;
-# pxsys's `vec` accent at 174: "u®"). `vec` is the spacing arrow `parse_accents` puts over a letter
-_TEX_NAMES = {"vec": "\u2192"}
+# pxsys's `vec` accent at 174: "u®"). `vec` is the spacing arrow `parse_accents` puts over a letter;
+# cmsy's `mapsto` at 55 ("x 7→ y") is \mapsto's bar, which `parse_math.line_text` joins to its arrow
+_TEX_NAMES = {"vec": "\u2192", "mapsto": "\u21a6"}
 
 
 def tex_name(name: str) -> str:

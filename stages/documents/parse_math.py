@@ -36,8 +36,10 @@ _RAW = "\x00-\x08\x0b-\x1f"
 def glyph_pattern(glyphs: GlyphMap) -> re.Pattern:
     """Characters that send a line to the span-level pass: raw codes, and any character some
     font's glyph-name table rewrites."""
-    extra = "".join(sorted({re.escape(c) for t in glyphs.values() for c in t if c >= " "}))
-    return re.compile(f"[{_RAW}{extra}]")
+    extra = "".join(sorted({re.escape(c) for t in glyphs.values() for c, v in t.items() if c >= " " and v != "\u21a6"}))
+    # a \mapsto bar's code (a digit) only with the arrow it is set on
+    bars = "".join(sorted({f"|{re.escape(c)}\u2212*\u2192" for t in glyphs.values() for c, v in t.items() if v == "\u21a6"}))
+    return re.compile(f"[{_RAW}{extra}]{bars}")
 
 
 def wants_spans(blocks: list[dict], pattern: re.Pattern) -> bool:
@@ -83,6 +85,18 @@ def _kind(span: dict, size: float, base: float) -> str:
     return ""
 
 
+# TeX's \mapsto is two glyphs: cmsy's zero-width bar `mapsto` (read "↦" by `parse_extension.tex_name`;
+# MuPDF, not knowing the name, gave its code "7") set on the arrow after it (`\longmapsto`: on
+# "−→"). The pair is one arrow
+_MAPSTO = re.compile("\u21a6(\u2212+)?\u2192")
+
+
+def _mapsto(text: str) -> str:
+    if "\u21a6" not in text:
+        return text
+    return _MAPSTO.sub(lambda m: "\u27fc" if m.group(1) else "\u21a6", text)
+
+
 def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | None = None) -> str:
     """The text of one MuPDF line with its scripts written `x^2`, `a_{n+1}`, fractions `\\frac{p}{q}`,
     and raw glyph codes mapped through `glyphs` where the font's glyph names say what they are.
@@ -93,9 +107,9 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
         # no span is smaller than the line's text (whichever size that is): no script, no
         # fraction, the line as its spans say (most lines; skips the runs below)
         if not glyphs:
-            return "".join(s["text"] for s in spans)
-        return "".join("".join(map(t.get, s["text"], s["text"])) if (t := glyphs.get(s["font"])) else s["text"]
-                       for s in spans)
+            return _mapsto("".join(s["text"] for s in spans))
+        return _mapsto("".join("".join(map(t.get, s["text"], s["text"])) if (t := glyphs.get(s["font"])) else s["text"]
+                               for s in spans))
     weights: Counter = Counter()
     for s in spans:
         weights[round(s["size"], 1)] += len(s["text"].strip())
@@ -141,7 +155,7 @@ def line_text(spans: list[dict], glyphs: GlyphMap | None = None, size: float | N
         else:
             out.append(text)
         i += 1
-    return "".join(out)
+    return _mapsto("".join(out))
 
 
 def _text_size(spans: list[dict], weights: Counter) -> float:
