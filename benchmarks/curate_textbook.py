@@ -41,6 +41,9 @@ round's tuners, measured once at its end (`--compare` shows which outcomes chang
 `heldout9` (seed 2033, c648a51's uncurated output, none matching a heldout8 or earlier label nor a part of
 an exercise an earlier label judged whole): 20 items per book of judson, hefferon, levin, thompson and ostp
 (strickland and lebl have none left), labeled blind before the ninth round changed curation.
+`heldout10` (seed 2041, a568850's uncurated output, none matching a heldout9 or earlier label): 20 items per
+book of judson, hefferon, levin, thompson and ostp, labeled blind before the tenth round changed curation and
+kept from its tuners until the lead measures the final code.
 """
 
 from __future__ import annotations
@@ -318,7 +321,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout9 | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout10 | all, or several joined by commas")
     ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)

@@ -36,9 +36,9 @@ def test_label_files_are_well_formed_and_keep_a_heldout_part():
     assert len(keys) == len(set(keys))
 
 
-@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8, 9, 10])
 def test_blind_label_sets_are_well_formed(n):
-    """heldout3..9: each drawn blind from one commit's uncurated output, up to 20 items per book."""
+    """heldout3..10: each drawn blind from one commit's uncurated output, up to 20 items per book."""
     root = ROOT / "tests" / "data" / f"textbook_item_labels_heldout{n}"
     labels = curate_textbook.load_labels("all", root=root)
     assert labels, root
@@ -90,7 +90,7 @@ def test_blind_label_sets_do_not_relabel_an_earlier_item():
     """Each blind set is drawn with every earlier label set excluded, so no key repeats across sets."""
     seen: dict[tuple, str] = {}
     roots = [ROOT / "tests" / "data" / "textbook_item_labels"]
-    roots += [ROOT / "tests" / "data" / f"textbook_item_labels_heldout{n}" for n in range(3, 10)]
+    roots += [ROOT / "tests" / "data" / f"textbook_item_labels_heldout{n}" for n in range(3, 11)]
     for root in roots:
         for x in curate_textbook.load_labels("all", root=root):
             key = (x["book"], x["page"], x["number"], x["question_prefix"], x.get("part_prefix"))
