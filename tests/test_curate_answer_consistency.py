@@ -81,3 +81,40 @@ def test_a_check_that_runs_too_long_is_stopped(monkeypatch):
     assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^2") is None
     monkeypatch.undo()
     assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^3") is not None  # the alarm is gone afterwards
+
+
+def test_the_bound_is_cpu_time_so_a_loaded_machine_gives_the_same_verdict(monkeypatch):
+    import time
+
+    import sympy
+
+    real_diff, calls = sympy.diff, []
+
+    def waiting_diff(*args, **kwargs):  # wall time passes, no CPU time: what a busy machine looks like
+        calls.append(args)
+        time.sleep(0.6)
+        return real_diff(*args, **kwargs)
+
+    monkeypatch.setattr(ac, "BOUND_S", 0.2)
+    monkeypatch.setattr(sympy, "diff", waiting_diff)
+    assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^3") is not None
+    assert calls
+
+
+def test_a_check_that_blocks_is_stopped_by_the_wall_clock_backstop(monkeypatch):
+    import time
+
+    import sympy
+
+    calls = []
+
+    def blocked_diff(*args, **kwargs):
+        calls.append(args)
+        time.sleep(30)
+        return sympy.Integer(0)
+
+    monkeypatch.setattr(ac, "BACKSTOP_S", 0.3)
+    monkeypatch.setattr(sympy, "diff", blocked_diff)
+    # unbounded, the derivative 0 would differ from the gold and report a mismatch after 30 s
+    assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^2") is None
+    assert calls

@@ -11,7 +11,7 @@ type); anything else is "cannot tell". A disagreement is `sure` only when the fo
 both parsed cleanly (no prose, no ellipsis in a value, no unknown letters); otherwise it is a
 doubt (`maybe_answer_mismatch`). The gold is never rewritten.
 
-Every kind is bounded like answer_consistency's checks (`bounded`: BOUND_S seconds in the main
+Every kind is bounded like answer_consistency's checks (`bounded`: BOUND_S CPU seconds in the main
 thread, errors are "cannot tell").
 """
 
