@@ -209,6 +209,34 @@ def _ode_form(equation: str, name: str) -> str | None:
                   _latex(t))
 
 
+_CLAUSES = re.compile(r",\s*|;\s*|\s+(?:et|and|pour|for|où|where)\s+|(?<=[.?])\s+")
+_MARK_ORDER = {"xi": 0, "eta": 1, "zeta": 2, "chi": 3}  # _PLACEHOLDER's letters as the parser spells them out
+
+
+def ode_clauses(text: str) -> list[str]:
+    """The clauses of an ODE problem that state something: "x′ = −4x, x(0) = 9 and t ≥ 0" -> the
+    equation and the condition."""
+    return [c for c in _CLAUSES.split(text) if "=" in c]
+
+
+def mentions_derivative(clause: str, name: str) -> bool:
+    """Does the clause use a derivative of `name` ("y′", "y^{′′}", "y'", "\\frac{dy}")?"""
+    n = re.escape(name)
+    return re.search(rf"(?<![A-Za-z\\]){n}(?:\^\{{′|′|')|\\frac\{{d{n}\}}", clause) is not None
+
+
+def placeholder_marks(*exprs) -> set:
+    """The placeholder symbols (the function and its derivatives, `_ode_form`'s) in the expressions."""
+    return {s for e in exprs for s in e.free_symbols if s.name in _MARK_ORDER}
+
+
+def derivative_values(f, var, marks) -> dict:
+    """Each placeholder mapped to the matching derivative of the candidate solution f."""
+    import sympy
+
+    return {m: sympy.diff(f, var, _MARK_ORDER[m.name]) for m in marks}
+
+
 def ode_sides(equation: str, name: str):
     """(the equation, lhs, rhs as sympy expressions) of an ODE in `name` as printed ("Solve y′ = 2y.": the
     instruction's words cut off, derivatives as `_ode_form` spells them), or None."""
@@ -231,8 +259,7 @@ def ode_mismatch(question: str, answer: str) -> str | None:
     if gold is None or "=" in gold.group(2) or not _SOLVE_ASK.search(question):
         return None
     name = gold.group(1)
-    equations = [e for e in re.split(r",\s*|;\s*|\s+(?:et|and|pour|for|où|where)\s+|(?<=[.?])\s+", question)
-                 if "=" in e and re.search(rf"(?<![A-Za-z\\]){name}(?:\^\{{′|′|')|\\frac\{{d{name}\}}", e)
+    equations = [e for e in ode_clauses(question) if mentions_derivative(e, name)
                  and not re.match(rf"\s*{name}(?:\^\{{′+\}}|′+|'+)?\([^()]*\)\s*=", e)]  # "y′(0) = b": a condition
     if len(equations) != 1:
         return None
@@ -241,15 +268,13 @@ def ode_mismatch(question: str, answer: str) -> str | None:
     if sides is None or f is None:
         return None
     eq, lhs, rhs = sides
-    names = {0: "xi", 1: "eta", 2: "zeta", 3: "chi"}  # the parser spells the placeholders out
-    marks = {s for s in lhs.free_symbols | rhs.free_symbols if s.name in names.values()}
+    marks = placeholder_marks(lhs, rhs)
     symbols = (f.free_symbols | lhs.free_symbols | rhs.free_symbols) - marks
     var = next((s for s in sorted(symbols, key=lambda s: s.name) if s.name in ("x", "t", "s") and s.name != name), sympy.Symbol("x"))
     if not marks or any(m.name == "xi" for m in f.free_symbols):
         return None
     try:
-        derivatives = {m: sympy.diff(f, var, next(k for k, n in names.items() if n == m.name)) for m in marks}
-        residual = (lhs - rhs).subs(derivatives)
+        residual = (lhs - rhs).subs(derivative_values(f, var, marks))
         params = {s: sympy.Float(0.7 + 0.37 * i) for i, s in enumerate(sorted(symbols - {var}, key=lambda s: s.name))}
         if _differ(residual.subs(params), sympy.Integer(0), var):
             return f"{name} = {gold.group(2).strip()[:40]} does not satisfy {eq[:60]}"

@@ -12,7 +12,11 @@ from ..answer_consistency import (
     _e_constant,
     _expr,
     bounded,
+    derivative_values,
+    mentions_derivative,
+    ode_clauses,
     ode_sides,
+    placeholder_marks,
 )
 from ._common import _ELLIPSIS, Computed, _same, _split, _value
 
@@ -247,9 +251,9 @@ def ode_solution(question: str, answer: str) -> Computed | None:
     q = re.sub(rf"\\frac\{{d\^\{{?2\}}?{re.escape(name)}\}}\{{d[a-z]\^\{{?2\}}?\}}", f"{name}^{{′′}}", question)
     stem, item = _split(q)
     body = item if stem != q.strip() else q
-    parts = [e for e in re.split(r",\s*|;\s*|\s+(?:et|and|pour|for|où|where)\s+|(?<=[.?])\s+", body) if "=" in e]
+    parts = ode_clauses(body)
     conditions = [c for c in parts if _CONDITION0.fullmatch(c.strip().rstrip("."))]
-    equations = [e for e in parts if e not in conditions and re.search(rf"(?<![A-Za-z\\]){re.escape(name)}(?:\^\{{′|′|')|\\frac\{{d{re.escape(name)}\}}", e)]
+    equations = [e for e in parts if e not in conditions and mentions_derivative(e, name)]
     if len(equations) != 1 or len(parts) != len(conditions) + 1:
         return None
     sides = ode_sides(equations[0], name)
@@ -258,14 +262,12 @@ def ode_solution(question: str, answer: str) -> Computed | None:
         return None
     eq, lhs, rhs = sides
     f = _e_constant(f)
-    names = {0: "xi", 1: "eta", 2: "zeta", 3: "chi"}
-    marks = {m for m in lhs.free_symbols | rhs.free_symbols if m.name in names.values()}
+    marks = placeholder_marks(lhs, rhs)
     others = (f.free_symbols | lhs.free_symbols | rhs.free_symbols) - marks
     if not marks or len(others) != 1:
         return None  # constants or a second letter: the check of answer_consistency covers those
     var = next(iter(others))
-    derivatives = {m: sympy.diff(f, var, next(k for k, n in names.items() if n == m.name)) for m in marks}
-    residual = _e_constant((lhs - rhs).subs(derivatives))
+    residual = _e_constant((lhs - rhs).subs(derivative_values(f, var, marks)))
     if _differ(residual, sympy.Integer(0), var) is not False:
         return None  # a residual: answer_consistency's ode check decides
     for c in conditions:
