@@ -44,6 +44,10 @@ an exercise an earlier label judged whole): 20 items per book of judson, heffero
 `heldout10` (seed 2041, a568850's uncurated output, none matching a heldout9 or earlier label): 20 items per
 book of judson, hefferon, levin, thompson and ostp, labeled blind before the tenth round changed curation and
 kept from its tuners until the lead measures the final code.
+`heldout11` (seed 2042, b4d62b5's uncurated output, none matching a heldout10 or earlier label): 20 items per
+book of judson, hefferon, levin and ostp, thompson's last 6, labeled blind by helpers who saw only the items,
+the books and the labeling guide (benchmarks/truth/labeling-guide.md), before the twelfth round changed
+curation; measured once, on that round's final code.
 """
 
 from __future__ import annotations
@@ -321,7 +325,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout10 | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout11 | all, or several joined by commas")
     ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
