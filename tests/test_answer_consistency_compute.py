@@ -44,6 +44,11 @@ def outcome(question: str, answer: str):
      "(b) 0, 2, 6, 12, 20,...", "a_n = n^2 −n", WRONG),  # n^2 − n fits a_1 = 0, not the a_0 printed
     ("Find the closed formula for each of the following sequences by relating them to a well know sequence. Assume the first "
      "term given is a_1.\n(a) 2, 5, 10, 17, 26,...", "a_n = n^2 + 1", AGREE),
+    # two sequences, each with its own first index: the gold's letter picks b_0 (Levin's key: 1 + (4n + 1)n/2 gives 7/2 at n = 1)
+    ("Consider the sequence 5, 9, 13, 17, 21,... with a_1 = 5\n(f) Use what you found above to find b_n, the n^{th} term of "
+     "1, 6, 15, 28, 45,..., where b_0 = 1", "b_n = 1 + \\frac{(4n+1)n}{2}", WRONG),
+    ("Consider the sequence 5, 9, 13, 17, 21,... with a_1 = 5\n(f) Use what you found above to find b_n, the n^{th} term of "
+     "1, 6, 15, 28, 45,..., where b_0 = 1", "b_n = 2n^2 + 3n + 1", AGREE),
     ("Find 3 + 7 + 11 + · · · + 427.", "\\frac{430·107}{2} = 23005.", AGREE),
     ("Consider the sum 4 + 11 + 18 + 25 + · · · + 249.\n(a) How many terms (summands) are in the sum?", "36", AGREE),
     # Judson / Levin: numbers

@@ -38,6 +38,9 @@ def test_an_antiderivative_is_checked_against_its_integrand(question, answer, wr
     ("Find the minimum or maximum of y = x^x.", "Min. for x = \\frac{1}{ε}.", False),
     # rounded decimals and text the clauses do not cover are not checked
     ("Find the maximum or minimum of y = θ cos θ.", "θ = cot θ; θ = ±0.86; is max. for +θ, min. for −θ.", False),
+    # rounded decimals: the stated function value at the stated point, within 1% (Thompson's key lost a minus)
+    ("Find the maxima and minima of y = \\frac{5x}{2 + x^2}.", "Max.: x = 1.414, y = 1.7675. Min.: x = −1.414, y = 1.7675.", True),
+    ("Find the maxima and minima of y = \\frac{5x}{2 + x^2}.", "Max.: x = 1.414, y = 1.7675. Min.: x = −1.414, y = −1.7675.", False),
 ])
 def test_a_stated_extremum_is_checked_by_the_second_derivative_test(question, answer, wrong):
     assert (ac.extremum_mismatch(question, answer) is not None) is wrong

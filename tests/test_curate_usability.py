@@ -13,7 +13,7 @@ from rlclimb.pipelines.stage import Drop, StageContext
 from rlclimb.stages.curate.evergreen import time_sensitivity
 from rlclimb.stages.curate.leakage import leak
 from rlclimb.stages.curate.qtype import QuestionTypeStage
-from rlclimb.stages.curate.usability import UsabilityStage, findings, layout_damage
+from rlclimb.stages.curate.usability import UsabilityStage, checkability, findings, layout_damage
 from rlclimb.stages.curate.verifiable import VerifiableStage
 
 CTX = StageContext()
@@ -326,6 +326,23 @@ def test_a_semicolon_joins_two_asks():
     # one stated value per ask answers both (Thompson: "find the time ...; and when ...")
     q2 = "A body moves so that s = 3t^2 − 39t. Find when the velocity is zero; find also when it is 24."
     assert "partial_answer" not in [r for r, _ in reasons(rec(q2, "n = 2, n = 11.", "expression"))]
+
+
+@pytest.mark.parametrize("question,answer,partial", [
+    # the second ask is the first for other givens, and the answer is for the first only (Judson's keys)
+    ("How many check positions are needed for a single error-correcting code with 20 information positions? With 32 "
+     "information positions?", "For 20 information positions, at least 6 check bits are needed.", True),
+    ("How many equivalence classes of switching functions are there if the input variables x_1, x_2, and x_3 can be permuted "
+     "by any permutation in S_3? What if the input variables x_1, x_2, x_3, and x_4 can be permuted by any permutation in S_4?",
+     "(1 · 2^8 + 3 · 2^6 + 2 · 2^4)/6 = 80.", True),
+    # both answered, or one ask said twice
+    ("How many check positions are needed for a code with 20 information positions? With 32 information positions?",
+     "5 for 20 information positions; 6 for 32.", False),
+    ("What is the total work done? Calculate the total work and explain your result.", "W = 30 J, since the force is constant.", False),
+])
+def test_an_ask_repeated_for_other_givens_needs_both_answers(question, answer, partial):
+    found = [r for r, _ in reasons(rec(question, answer, "text"))]
+    assert ("partial_answer" in found) is partial
 
 
 def test_context_printed_elsewhere_is_flagged():
@@ -701,3 +718,24 @@ def test_a_range_of_numbered_examples_is_an_external_reference():
 ])
 def test_a_time_word_in_the_problems_own_scene_is_not_time_evidence(question, sensitive):
     assert (time_sensitivity(question) is not None) is sensitive
+
+
+@pytest.mark.parametrize("question,answer,sure", [
+    # a value opens the answer, the words after explain it: a judge decides, no sure drop (Levin)
+    ("For how many n ∈{1, 2,..., 500} is n a multiple of one or more of 5, 6, or 7?",
+     "215. Use PIE: 100+83+71−16−14−11+2 = 215 or a Venn diagram. To find out how many numbers are divisible by 6 and 7, "
+     "for example, take 500/42 and round down.", False),
+    # named quantities with their values for "find the angular velocity ... find also its angular acceleration" (Thompson)
+    ("The angle θ turned through by a wheel is θ = 2.1 −3.2t + 4.8t^2. Find the angular velocity (in radians per second) "
+     "when 1\\frac{1}{2} seconds have elapsed. Find also its angular acceleration.",
+     "Angular velocity = 11.2 radians per second; angular acceleration = 9.6 radians per second per second.", False),
+    # one of many stays a sure drop; so does prose with a value for an open ask
+    ("Find a nonzero matrix A such that A^2 is defined and is zero.",
+     "We could take A = \\begin{pmatrix} 0 & 1 \\\\ 0 & 0 \\end{pmatrix} or A = \\begin{pmatrix} 1 & 1 \\\\ −1 & −1 \\end{pmatrix}.", True),
+    ("Give a way to order the Jordan blocks if some of the eigenvalues are complex numbers.",
+     "One such ordering is the dictionary ordering. Order by the real component first, then by the coefficient of i. "
+     "For instance, 3 + 2i < 4 + 1i", True),
+])
+def test_prose_that_states_the_value_for_a_closed_ask_goes_to_a_judge(question, answer, sure):
+    found = checkability(answer, "text", 8, question)
+    assert found is not None and found.reason == "not_checkable" and found.sure is sure and found.judge is not sure

@@ -466,6 +466,32 @@ _CLAUSE = re.compile(r"(?P<kind>max|min)(?:imum|\.)?\s*[.:]?\s*(?:for|when|at)?\
 _ASSIGN = re.compile(r"(?<![A-Za-z\\])([a-zθ])\s*=")
 
 
+_DECIMAL_CLAUSE = re.compile(r"(?P<kind>max|min)\w*\.?\s*[.:]?(?P<point>.*?)(?=\b(?:max|min)|$)", re.I | re.S)
+_DECIMAL_ASSIGN = re.compile(r"(?<![A-Za-z\\_])([a-zθ])\s*=\s*([−-]?\d+(?:\.\d+)?)(?![\d.]*\s*[A-Za-z(\\^/])")
+
+
+def _decimal_value_mismatch(f, name: str, variables: list, answer: str) -> str | None:
+    """"Max.: x = 1.414, y = 1.7675. Min.: x = −1.414, y = 1.7675." for y = 5x/(2 + x^2): at the stated
+    point the function is −1.768, not 1.7675 (the book's minimum lost its sign). Rounded values get a
+    1% margin; a clause that does not give every variable and the function's value as plain numbers
+    is not checked."""
+    for c in _DECIMAL_CLAUSE.finditer(answer):
+        stated = {}
+        for letter, number in _DECIMAL_ASSIGN.findall(c.group("point")):
+            stated.setdefault(letter, float(number.replace("−", "-")))
+        if set(stated) != {v.name for v in variables} | {name}:
+            continue
+        try:
+            got = complex(f.subs({v: stated[v.name] for v in variables}).evalf())
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        want = stated[name]
+        if abs(got.imag) < 1e-9 and abs(got.real - want) > 0.01 * max(1.0, abs(want)):
+            where = ", ".join(f"{v.name} = {stated[v.name]:g}" for v in variables)
+            return f"{c.group(0).strip()[:40]!r}: at {where} the function is {got.real:.4g}, not {want:g}"
+    return None
+
+
 def _classify(f, point: dict, variables: list) -> str | None:
     """"min", "max" or "saddle" at a critical point; "not critical"; None when the test cannot tell."""
     import sympy
@@ -494,8 +520,9 @@ def extremum_mismatch(question: str, answer: str) -> str | None:
     −\\frac{1}{2}": the point is critical, but the Hessian (0 2; 2 0) is indefinite: a saddle, no
     minimum (the book's key is wrong). Each "Max./Min. for x = ..." clause is checked: its point
     must be critical and of its kind by the second-derivative test. Points given as decimals
-    (rounded) are not checked."""
-    if not _EXTREMUM_ASK.search(question) or re.search(r"\d\.\d", answer):
+    (rounded) are not classified: their stated function value is checked instead
+    (`_decimal_value_mismatch`)."""
+    if not _EXTREMUM_ASK.search(question):
         return None
     defs = _FUNCTION_DEF.findall(question)
     if len(defs) != 1:
@@ -508,6 +535,8 @@ def extremum_mismatch(question: str, answer: str) -> str | None:
     variables = sorted(f.free_symbols, key=lambda s: s.name)
     if not 1 <= len(variables) <= 2:
         return None
+    if re.search(r"\d\.\d", answer):
+        return _decimal_value_mismatch(f, name, variables, answer)
     clauses = list(_CLAUSE.finditer(answer))
     if not clauses or re.sub(r"[\s.;:]", "", _CLAUSE.sub("", answer)):
         return None  # text the clauses do not account for ("θ = cot θ; ...", "no max."): unsure

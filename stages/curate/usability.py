@@ -245,6 +245,18 @@ def _same_ask(first: str, last: str) -> bool:
     return len(_content(first) & _content(last)) >= 2
 
 
+_GIVEN_TOKEN = re.compile(r"[A-Za-z]_\{?\d+\}?|(?<![\w.^{])\d+(?:\.\d+)?(?![\w.])")
+
+
+def _variant_unanswered(first: str, last: str, answer: str) -> bool:
+    """"How many check positions ... with 20 information positions? With 32 information positions?"
+    answered for 20 only; "... permuted by S_3? What if x_1, ..., x_4 are permuted by S_4?" answered
+    for S_3: the second ask is the first again for other givens (a number or a subscripted symbol the
+    first does not have), and the answer mentions none of them."""
+    new = set(_GIVEN_TOKEN.findall(last)) - set(_GIVEN_TOKEN.findall(first))
+    return bool(new) and any(t not in answer for t in new)
+
+
 _CONDITIONAL_ASK = re.compile(r"^\s*(?:if|si)\b[^,?]*,\s*(?P<ask>[^?]*)\?", re.I)
 
 
@@ -283,7 +295,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         missing = [x for x in named if x not in answer]
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
-        if _same_ask(asks[0], asks[-1]) or _follow_up_answered(asks[-1], asks[0], answer):
+        if (_same_ask(asks[0], asks[-1]) and not _variant_unanswered(asks[0], asks[-1], answer)
+                or _follow_up_answered(asks[-1], asks[0], answer)):
             return None
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks) \
@@ -778,16 +791,22 @@ def _asks_yes_no(question: str) -> bool:
 # an ask with one closed answer (a count, a named quantity, the values that satisfy a condition): a
 # value stated in its prose is the answer; "Give two ...", "Find a matrix such that ...", "Define ..."
 # ask for one of many and are not here
+# a quantity with one value for the question's givens: "what is the tension", "find also its angular acceleration"
+_QUANTITY = (r"(?:(?:angular|linear|average|instantaneous|terminal|initial|final|total|net|maximum|minimum)\s+)?"
+             r"(?:remainder|rate|speed|velocity|acceleration|value|values|size|sizes|length|time|number|probability|distance"
+             r"|mass|energy|force|tension|momentum|power|work|current|voltage|frequency|period|wavelength|pressure|final)s?\b")
 _CLOSED_ASK = re.compile(
     r"\bhow\s+(?:many|much|high|far|long|fast|large|big|heavy|tall|deep|wide|often)\b"
     r"|\bat\s+what\s+(?:rate|speed|time|angle|height|distance|temperature)\b"
-    r"|\bwhat\s+(?:is\s+the\s+|are\s+the\s+|will\s+(?:be\s+)?(?:the\s+|its\s+)?|would\s+(?:be\s+)?(?:the\s+)?)?"
-    r"(?:remainder|rate|speed|velocity|value|values|size|sizes|length|time|number|probability|distance|mass|energy|force|final)\b"
+    r"|\bwhat\s+(?:is\s+the\s+|are\s+the\s+|will\s+(?:be\s+)?(?:the\s+|its\s+)?|would\s+(?:be\s+)?(?:the\s+)?)?" + _QUANTITY +
     r"|\bwhich\s+(?:real\s+|positive\s+|complex\s+)?(?:numbers?|values?|integers?)\b"
-    r"|\b(?:find|compute|calculate|determine|evaluate)\s+(?:the\s+)?(?:derivative|\\frac\{d|dy/dx|numerical\s+values?|value|values|number|remainder)\b"
+    r"|\b(?:find|compute|calculate|determine|evaluate)\s+(?:the\s+)?(?:derivative|\\frac\{d|dy/dx|numerical\s+values?)\b"
+    r"|\b(?:find|compute|calculate|determine|evaluate)\s+(?:also\s+)?(?:the\s+|its\s+)?" + _QUANTITY +
     r"|\bcombien\b|\bquel(?:le)?s?\s+(?:est|sont|sera)\b|\btrouvez\s+(?:la|le|les)\s+(?:masse|valeur|valeurs|nombre|temps|vitesse)\b",
     re.I)
 _YES_NO_FR = re.compile(r"^\s*(?:est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-(?:t-)?(?:il|elle|on)s?\b[^?]*\?\s*$", re.I)
+# the answer opens with its value, the words after explain it: "215. Use PIE: ...", "\\binom{18}{4}. Each outcome ..."
+_LEAD_VALUE = re.compile(r"\s*(?:[−-]?\d[\d,]*(?:\.\d+)?|\\(?:frac|binom|sqrt)\{[^{}]*\}(?:\{[^{}]*\})?)\s*[.;]\s+[A-Z]")
 # the answer picks one of many or only points the way: its value is not the answer
 _ONE_OF_MANY = re.compile(r"\bwe\s+(?:could|can|may)\s+(?:take|choose|pick|use)\b|\bhere\s+(?:are|is)\s+(?:one|two|some|an?)\b"
                           r"|\bone\s+(?:such|possible|example)\b|\bfor\s+(?:example|instance)\b|\be\.g\.|\bor\s+[A-Za-z]\s*=", re.I)
@@ -802,7 +821,8 @@ def checkability(answer: str, answer_type: str | None, max_words: int, question:
         # prose that carries a value ("3^n, since there are 3 choices ...", "... has roots x = 16 and
         # x = 4.", "At the rate of \\frac{8}{r} square feet per second.") may state the answer among its
         # words: no rule can tell, a judge can; prose with no value and no verdict states nothing to compare
-        if len(words) <= 4 * max_words and question is not None and not _ONE_OF_MANY.search(answer) and (
+        one_of_many = _ONE_OF_MANY.search(answer) and not _LEAD_VALUE.match(answer)  # "215. Use PIE ..., for example, ...": the lead is the answer
+        if len(words) <= 4 * max_words and question is not None and not one_of_many and (
                 stated_value(answer) and _CLOSED_ASK.search(question) or _verdict_opening(answer) and _asks_yes_no(question)):
             return Finding("not_checkable", f"a prose answer of {len(words)} words that states a value", False, judge=True)
         return Finding("not_checkable", f"a prose answer of {len(words)} words", True)
@@ -914,7 +934,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "18"
+    version = "19"
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -227,7 +227,10 @@ def closed_formula(question: str, answer: str) -> Computed | None:
         terms = _sequence_in(question)
     if not terms:
         return None
-    starts = {int(next(g for g in m.groups()[1::2] if g)) for m in _START.finditer(question)}
+    # the first index of the gold's own sequence: "the sequence 5, 9, 13, ... with a_1 = 5 ... find b_n, the
+    # nth term of 1, 6, 15, ..., where b_0 = 1" states two, one per letter
+    stated = [(m.group(i), int(m.group(i + 1))) for m in _START.finditer(question) for i in range(1, 10, 2) if m.group(i)]
+    starts = {k for letter, k in stated if letter == name} or {k for _, k in stated}
     if len(starts) != 1:
         return None
     start = starts.pop()
