@@ -271,7 +271,7 @@ def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
     stage = TaxonomyStage()  # no model: the scores are given as anchor vectors
     stage.paths, stage.domains = ["math/algebra", "chemistry/organic_chemistry"], ["math", "chemistry"]
     stage.anchor_vectors = np.eye(2, dtype=np.float32)
-    stage.anchor_owner, stage.description_index = np.array([0, 1]), np.array([0, 1])
+    stage.anchor_owner, stage.scope_anchor = np.array([0, 1]), np.array([True, True])
     # four clear algebra items and "Find five non-isomorphic groups of order 8", a bit closer to chemistry
     vectors = np.array([[0.9, 0.1]] * 4 + [[0.40, 0.45]], dtype=np.float32)
     alone = stage.classify_vectors(vectors)
@@ -281,8 +281,8 @@ def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
     assert abs(book[-1][1] - 0.40) < 1e-6  # the similarity reported is the item's own, to the topic chosen
     mixed = stage.classify_vectors(vectors, ["judson.pdf"] * 4 + ["other.pdf"])  # its own document: no prior
     assert mixed[-1][0] == "chemistry/organic_chemistry"
-    off = TaxonomyStage(document_prior=0.0)
-    off.__dict__.update({k: getattr(stage, k) for k in ("paths", "domains", "anchor_vectors", "anchor_owner", "description_index")})
+    off = TaxonomyStage(document_prior=0.0, subtopic_prior=0.0)
+    off.__dict__.update({k: getattr(stage, k) for k in ("paths", "domains", "anchor_vectors", "anchor_owner", "scope_anchor")})
     assert off.classify_vectors(vectors, ["judson.pdf"] * 5)[-1][0] == "chemistry/organic_chemistry"
 
 
@@ -739,3 +739,46 @@ def test_a_time_word_in_the_problems_own_scene_is_not_time_evidence(question, se
 def test_prose_that_states_the_value_for_a_closed_ask_goes_to_a_judge(question, answer, sure):
     found = checkability(answer, "text", 8, question)
     assert found is not None and found.reason == "not_checkable" and found.sure is sure and found.judge is not sure
+
+
+def test_taxonomy_subtopic_prior_keeps_a_books_item_in_the_books_subtopic():
+    import numpy as np
+
+    from rlclimb.stages.curate.taxonomy import TaxonomyStage
+
+    stage = TaxonomyStage(document_prior=0.0)  # no model: the scores are given as anchor vectors
+    stage.paths, stage.domains = ["math/calculus", "math/differential_equations"], ["math"]
+    stage.anchor_vectors = np.eye(2, dtype=np.float32)
+    stage.anchor_owner, stage.scope_anchor = np.array([0, 1]), np.array([True, True])
+    # four clear calculus items and "If dy/dx = 2x + 3, find y.", a bit closer to differential equations
+    vectors = np.array([[0.9, 0.1]] * 4 + [[0.40, 0.45]], dtype=np.float32)
+    assert stage.classify_vectors(vectors)[-1][0] == "math/differential_equations"
+    assert [p for p, *_ in stage.classify_vectors(vectors, ["thompson.pdf"] * 5)] == ["math/calculus"] * 5
+    clear = np.array([[0.9, 0.1]] * 4 + [[0.2, 0.8]], dtype=np.float32)  # a clear item keeps its own subtopic
+    assert stage.classify_vectors(clear, ["thompson.pdf"] * 5)[-1][0] == "math/differential_equations"
+
+
+def test_taxonomy_scopes_are_matched_on_their_own(tmp_path):
+    from rlclimb.stages.curate.taxonomy import TaxonomyError, TaxonomyStage, load_taxonomy
+
+    tax = tmp_path / "t.yaml"
+    tax.write_text("domains:\n  math:\n    subtopics:\n"
+                   "      algebra:\n        description: Solving equations and factoring polynomials.\n"
+                   "        scopes:\n          - Abstract algebra - groups, subgroups, cosets, rings and fields.\n"
+                   "      geometry:\n        description: Triangles, circles and angles.\n")
+    assert load_taxonomy(str(tax))[0]["math"]["algebra"]["scopes"] == ["Abstract algebra - groups, subgroups, cosets, rings and fields."]
+    stage = TaxonomyStage(path=str(tax), min_similarity=0.0)
+    stage.setup(StageContext())
+    vectors = stage._encode(["Find all subgroups of the cyclic group of order 12 and their cosets.", "Factor x^2 - 5x + 6."])
+    assert [p for p, *_ in stage.classify_vectors(vectors)] == ["math/algebra", "math/algebra"]
+    # the same text run into one description matches each field less well
+    diluted = tmp_path / "d.yaml"
+    diluted.write_text("domains:\n  math:\n    subtopics:\n      algebra:\n        description: Solving equations and factoring "
+                       "polynomials. Abstract algebra - groups, subgroups, cosets, rings and fields.\n"
+                       "      geometry:\n        description: Triangles, circles and angles.\n")
+    one = TaxonomyStage(path=str(diluted), min_similarity=0.0)
+    one.setup(StageContext())
+    assert (stage.subtopic_scores(vectors)[:, 0] > one.subtopic_scores(vectors)[:, 0]).all()
+    tax.write_text("domains:\n  math:\n    subtopics:\n      algebra:\n        description: Equations.\n        scopes: [1]\n")
+    with pytest.raises(TaxonomyError, match="algebra `scopes` must be a list of non-empty strings"):
+        load_taxonomy(str(tax))
