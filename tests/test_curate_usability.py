@@ -335,6 +335,9 @@ def test_a_semicolon_joins_two_asks():
     ("How many equivalence classes of switching functions are there if the input variables x_1, x_2, and x_3 can be permuted "
      "by any permutation in S_3? What if the input variables x_1, x_2, x_3, and x_4 can be permuted by any permutation in S_4?",
      "(1 · 2^8 + 3 · 2^6 + 2 · 2^4)/6 = 80.", True),
+    # several asked for, one given (Judson)
+    ("Give two different factorizations of x^2 + x + 8 in Z_{10}[x].", "One factorization is x^2 + x + 8 = (x + 2)(x + 9).", True),
+    ("Give two different factorizations of x^2 + x + 8 in Z_{10}[x].", "(x + 2)(x + 9) and (x + 4)(x + 7).", False),
     # both answered, or one ask said twice
     ("How many check positions are needed for a code with 20 information positions? With 32 information positions?",
      "5 for 20 information positions; 6 for 32.", False),

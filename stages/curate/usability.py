@@ -245,6 +245,9 @@ def _same_ask(first: str, last: str) -> bool:
     return len(_content(first) & _content(last)) >= 2
 
 
+# "Give two different factorizations ..." answered "One factorization is ...": one of the several asked for
+_SEVERAL_ASK = re.compile(r"\b(?:give|find|list|name|write\s+down|construct|exhibit)\s+(two|three|four|five|several)\b", re.I)
+_ONE_GIVEN = re.compile(r"\s*one\s+(?:[\w-]+\s+){0,3}?(?:is|would\s+be)\b", re.I)
 _GIVEN_TOKEN = re.compile(r"[A-Za-z]_\{?\d+\}?|(?<![\w.^{])\d+(?:\.\d+)?(?![\w.])")
 
 
@@ -278,6 +281,8 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
     without its yes or no."""
     from .qtype import verdict_value
 
+    if (n := _SEVERAL_ASK.search(question)) and _ONE_GIVEN.match(answer):
+        return Finding("partial_answer", f"asks for {n.group(1).lower()}, the answer gives one", True)
     m = _EITHER_OR.search(question)
     if m and m.group(1).casefold() not in ("whether", "which") and not re.search(
             rf"\b(?:{m.group(1)}|{m.group(2)}|non-?{m.group(2)}|not)\b", answer, re.I):
