@@ -104,6 +104,32 @@ def test_the_bound_is_cpu_time_so_a_loaded_machine_gives_the_same_verdict(monkey
     assert calls
 
 
+def test_other_threads_cpu_time_does_not_count(monkeypatch):
+    import threading
+    import time
+
+    import sympy
+
+    real_diff, calls = sympy.diff, []
+
+    def busy(seconds):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    def waiting_diff(*args, **kwargs):  # another thread computes while the check waits
+        calls.append(args)
+        worker = threading.Thread(target=busy, args=(0.6,))
+        worker.start()
+        worker.join()
+        return real_diff(*args, **kwargs)
+
+    monkeypatch.setattr(ac, "BOUND_S", 0.2)
+    monkeypatch.setattr(sympy, "diff", waiting_diff)
+    assert ac.derivative_mismatch("Differentiate y = x^4.", "4x^4") is not None
+    assert calls
+
+
 def test_a_check_that_blocks_is_stopped_by_the_wall_clock_backstop(monkeypatch):
     import time
 

@@ -7,11 +7,12 @@ alone (None): these checks only ever find a mismatch they can show. Also checked
 against its integrand, a stated maximum or minimum against the function's derivatives.
 
 Every check is bounded (`bounded`): an error of sympy's (OverflowError, MemoryError and the like on
-a power tower) or a run past `BOUND_S` seconds of CPU time is "cannot tell". CPU time, not wall
-time, so that a loaded machine gives the same verdicts as an idle one (a cold process's first check
-pays ~0.9 s of sympy's warm-up, which two busy cores used to stretch past the bound); a wall-clock
-backstop of `BACKSTOP_S` still stops a check that waits instead of computing. The timers are
-signals, so they hold in a process's main thread (the stage workers); in other threads only the size
+a power tower) or a run past `BOUND_S` seconds of the checking thread's CPU time is "cannot tell".
+CPU time, not wall time, so that a loaded machine gives the same verdicts as an idle one (a cold
+process's first check pays ~0.9 s of sympy's warm-up, which two busy cores used to stretch past the
+bound), and the thread's own, so that other threads of the process do not shorten it; a wall-clock
+backstop of `BACKSTOP_S` still stops a check that waits instead of computing. The timer is a
+signal, so it holds in a process's main thread (the stage workers); in other threads only the size
 guard holds (formulas over `MAX_CHARS` characters or with powers three deep are not parsed).
 """
 
@@ -21,39 +22,42 @@ import functools
 import re
 import signal
 import threading
+import time
 
 from rlclimb.environments import answer_check as ac
 
 _FUNCTIONS = r"sin|cos|tan|cot|sec|csc|log|ln|exp|arcsin|arccos|arctan"
-BOUND_S = 2.0  # CPU seconds of parsing and computer algebra per check, per item
+BOUND_S = 2.0  # CPU seconds (the checking thread's) of parsing and computer algebra per check, per item
 BACKSTOP_S = 30.0  # wall seconds: only for a check that blocks rather than computes
 MAX_CHARS = 400
 _TOWER = re.compile(r"\^\{[^{}]*\^\{?[^{}]*\^")  # x^{x^{x^...}}: sympy's numbers blow up
 _UNBOUNDED = ac.CheckOptions(timeout_s=None)  # inside `bounded`: math-verify's own alarm would cancel ours
 _state = threading.local()
-_TIMERS = {signal.ITIMER_PROF: signal.SIGPROF, signal.ITIMER_REAL: signal.SIGALRM}
 
 
 class _OutOfTime(BaseException):  # not an Exception: sympy's and the parser's own `except Exception` let it through
     pass
 
 
-def _raise_out_of_time(signum, frame):
-    raise _OutOfTime
+def _out_of_time_if_spent(signum, frame):
+    # the main thread's own CPU time: other threads of the process (an embedding model's) do not count
+    if time.thread_time() - _state.cpu0 >= BOUND_S or time.monotonic() - _state.wall0 >= BACKSTOP_S:
+        raise _OutOfTime
 
 
 def bounded(check):
-    """A check that answers None instead of raising, and stops after BOUND_S CPU seconds (ITIMER_PROF)
-    or BACKSTOP_S wall seconds, whichever comes first (main thread)."""
+    """A check that answers None instead of raising, and stops after BOUND_S seconds of its thread's
+    CPU time or BACKSTOP_S wall seconds, whichever comes first (main thread). A wall-clock timer
+    fires after BOUND_S and every 50 ms on; its handler stops the check once either is spent."""
     @functools.wraps(check)
     def run(*args, **kwargs):
         if getattr(_state, "active", False):  # a check calling another: the outer bound holds
             return check(*args, **kwargs)
         main = threading.current_thread() is threading.main_thread()
         if main:
-            previous = {sig: signal.signal(sig, _raise_out_of_time) for sig in _TIMERS.values()}
-            for timer, limit in ((signal.ITIMER_PROF, BOUND_S), (signal.ITIMER_REAL, BACKSTOP_S)):
-                signal.setitimer(timer, limit, 0.05)  # and again every 50 ms, should a handler swallow it
+            _state.cpu0, _state.wall0 = time.thread_time(), time.monotonic()
+            previous = signal.signal(signal.SIGALRM, _out_of_time_if_spent)
+            signal.setitimer(signal.ITIMER_REAL, BOUND_S, 0.05)
         _state.active = True
         try:
             return check(*args, **kwargs)
@@ -62,9 +66,8 @@ def bounded(check):
         finally:
             _state.active = False
             if main:
-                for timer, sig in _TIMERS.items():
-                    signal.setitimer(timer, 0)
-                    signal.signal(sig, previous[sig])
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
     return run
 
 
