@@ -360,6 +360,16 @@ def test_context_printed_elsewhere_is_flagged():
     ("(d) Does v lie in span(a_1, a_2)?", "Yes, it is easy to see by inspection that v = (a_1+a_2)/5 = 0.2a_1+0.2a_2", "Yes"),
     ("From how high did the cousin throw the egg?", "The egg was thrown an initial height of 2.75 m above the ground", "2.75 m"),
     ("How many ways are there to arrange the books on the shelf?", "so there are 120 ways to do it.", "120"),
+    # a count stated as "there must be" (Levin), a matrix asked for as "Represent ... the transformation" (Hefferon)
+    ("You decide to also include one heptagon. How many vertices does your new convex polyhedron contain?",
+     "Now adding up all the edges of all the 16 polygons gives a total of 64, meaning there would be 32 edges in the "
+     "polyhedron. We can then use Euler’s formula v −e + f = 2 to deduce that there must be 18 vertices", "18"),
+    ("Represent with respect to B, B the transformation that is determined by each.\n(a) \\vec{β}_1 ↦ \\vec{β}_2, "
+     "\\vec{β}_2 ↦ \\vec{0}",
+     "With respect to the basis of the codomain, the images of the members of the basis of the domain are represented as "
+     "Rep_B(\\vec{β}_2) = \\begin{pmatrix} 0 \\\\ 1 \\end{pmatrix} Rep_B(\\vec{0}) = \\begin{pmatrix} 0 \\\\ 0 \\end{pmatrix} and "
+     "consequently, the matrix representing the transformation is this. \\begin{pmatrix} 0 & 0 \\\\ 1 & 0 \\end{pmatrix}",
+     "\\begin{pmatrix} 0 & 0 \\\\ 1 & 0 \\end{pmatrix}"),
     # the yes/no ask as an instruction (Hefferon: "Decide if ..." answered "Yes. From this relationship ...")
     ("Decide if the vector is in the column space.\n(b) (1, 2, 1)",
      "Yes. From this relationship c_1 (1, 2, 1) + c_2 (3, 0, 1) = (1, 0, 0) we get a system whose only solution is "
@@ -785,3 +795,14 @@ def test_taxonomy_scopes_are_matched_on_their_own(tmp_path):
     tax.write_text("domains:\n  math:\n    subtopics:\n      algebra:\n        description: Equations.\n        scopes: [1]\n")
     with pytest.raises(TaxonomyError, match="algebra `scopes` must be a list of non-empty strings"):
         load_taxonomy(str(tax))
+
+
+def test_a_parts_own_yes_no_ask_answered_by_a_verdict_goes_to_a_judge():
+    q = ("How does the inverse operation interact with scalar multiplication and addition of matrices?\n"
+         "(b) Is (H + G)^{−1} = H^{−1} + G^{−1}?")
+    a = ("No. For one thing, the fact that H + G has an inverse doesn’t imply that H has an inverse or that G has an "
+         "inverse. Neither of these matrices is invertible but their sum is, and for two invertible matrices whose sum "
+         "is invertible the inverse of the sum is not the sum of the inverses: the identity and itself give 1/2 of "
+         "the identity, not twice it, which settles the question for every size of matrix we could consider here.")
+    out = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "short_answer"}, CTX)
+    assert not isinstance(out, Drop) and {"needs_judge", "long_form_answer"} <= set(out["tags"])

@@ -123,6 +123,10 @@ def verdict_led(question: str, answer: str) -> bool:
     the reasons answer a second ask, so the caller keeps the item for a judge instead of dropping it."""
     if not _VERDICT_LEAD.match(answer):
         return False
+    # a part asks its own question: "How does the inverse interact with ...?\n(b) Is (H + G)^{−1} = ...?"
+    item = question.strip().split("\n")[-1]
+    if re.match(r"\s*\((?:[a-z]|[ivx]+)\)", item) and "?" in item:
+        question = item
     asks = [x.strip() for x in re.split(r"(?<=[.?!])\s+|\n+", question) if x.rstrip().endswith("?")]
     return bool(asks) and any(_YES_NO_SENTENCE.search(x) for x in asks) \
         and all(_YES_NO_SENTENCE.search(x) or _WHY_SENTENCE.match(x) for x in asks)
@@ -296,7 +300,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "12"  # v12: a factor in brackets after a value ("16(i − \\sqrt{3} )") is no explanation to cut off
+    version = "13"  # v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -28,15 +28,15 @@ _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determ
                        r"|inverse|matrix|coefficient|remainder|period|maximum|minimum|distance|angle|speed|velocity|mass|force"
                        r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance)\b", re.I)
 _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
-                         r"|representation|inverse)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
+                         r"|representation|inverse)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
 _FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+)?formula\b|\bexpand\b", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
 _MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
                         r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
 
 _CONCLUDES = re.compile(r"\b(?:thus|so|hence|therefore|giving|gives|get|obtain|conclude|tells\s+us|we\s+have|which\s+is|this\s+is"
-                        r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|altogether|total)\b", re.I)
-_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were)|(?:she|he|we|you|they|one)\s+(?:will\s+|would\s+)?(?:has|have|had|need|get"
+                        r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|altogether|total|in\s+other\s+words)\b", re.I)
+_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were|(?:must|will|would)\s+be)|(?:she|he|we|you|they|one)\s+(?:will\s+|would\s+)?(?:has|have|had|need|get"
                              r"|can\s+do\s+(?:this|it)\s+in)|(?:can|could)\s+be\s+(?:done|chosen|formed|made|arranged)\s+in|in\s+all"
                              r"|in\s+total)\s+(?:a\s+total\s+of\s+)?(?P<v>.+?)"
                              r"\s+(?:different\s+|distinct\s+|possible\s+|such\s+)?(?:[a-z]+s|ways?)\b(?!\s*\()", re.I)
@@ -120,7 +120,7 @@ def worked_final(question: str, answer: str) -> str | None:
         value = value.rsplit("=", 1)[1] if "=" in value else value
         # "in total there are four possible Jordan forms": "in total" opened the match; the count is
         # the number after "there are", and the words after it name what is counted
-        value = re.sub(r"^\s*there\s+(?:are|is|were)\s+(?:a\s+total\s+of\s+)?", "", value, flags=re.I)
+        value = re.sub(r"^\s*there\s+(?:are|is|were|(?:must|will|would)\s+be)\s+(?:a\s+total\s+of\s+)?", "", value, flags=re.I)
         head = value.split()
         if len(head) > 1 and (head[0].lower() in _NUMBER_WORDS or head[0].isdigit()) \
                 and all(re.fullmatch(r"[A-Za-z]+", x) for x in head[1:]):
