@@ -96,3 +96,16 @@ def test_glyph_name_rules():
     assert name_to_text("minus.alt") == "\u2212"
     assert name_to_text("parenleftbig") == ""  # a delimiter size variant: drawn in pieces, not text
     assert name_to_text("g1234") == ""
+
+
+def test_a_script_on_a_partial_sign_is_its_order():
+    from rlclimb.stages.documents.parse_math import line_text
+
+    def span(text, size, x0, baseline):
+        return {"text": text, "size": size, "origin": (x0, baseline), "flags": 0, "font": "F",
+                "bbox": (x0, baseline - size, x0 + 5 * len(text), baseline + 2)}
+
+    # "∂²u/∂x²" as Thompson and OpenStax print it inline: the 2 raised and small after the ∂
+    spans = [span("Find ", 11, 72, 100), span("∂", 11, 100, 100), span("2", 7.5, 106, 96), span("u + x", 11, 111, 100),
+             span("2", 7.5, 136, 96), span(" = 0.", 11, 141, 100)]
+    assert line_text(spans) == "Find ∂^2u + x^2 = 0."

@@ -172,8 +172,8 @@ def _text_size(spans: list[dict], weights: Counter) -> float:
 
 
 def _base(ch: str) -> bool:
-    """A character a script can sit on: a letter, digit, closing bracket or bar (not "√", "=")."""
-    return bool(ch) and (ch.isalnum() or ch in ")]}|′")
+    """A character a script can sit on: a letter, digit, closing bracket, bar or ∂ (∂^2u), not "√", "="."""
+    return bool(ch) and (ch.isalnum() or ch in ")]}|′∂")
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> bool:
