@@ -13,8 +13,19 @@ from rlclimb.schemas.records import CodeProblem, Solution, TestCase
 
 @pytest.fixture(scope="module")
 def env():
+    # a generous per-test wall limit: a right answer must pass on a loaded machine too (a 2 s limit
+    # failed a right Python answer in CI while other jobs kept both cores busy); the time-limit test
+    # has its own short-limit environment
     sandbox_or_skip(fast_backend())
-    e = get_environment("code", backend=fast_backend(), test_timeout_s=2)
+    e = get_environment("code", backend=fast_backend(), test_timeout_s=20)
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def short_limit_env():
+    sandbox_or_skip(fast_backend())
+    e = get_environment("code", backend=fast_backend(), test_timeout_s=1)
     yield e
     e.close()
 
@@ -51,7 +62,7 @@ def test_reward_all_or_nothing(env):
     good = env.score(p, "Easy.\n```python\nprint(len(input()))\n```")
     assert (
         good.components["task"] == 1.0 and good.components["format"] == 1.0 and "6/6" in good.detail
-    )
+    ), good.detail
     # Right on short inputs only: fails the longest test.
     partial = env.score(p, "```python\ns = input()\nprint(min(len(s), 5))\n```")
     assert partial.components["task"] == 0.0 and "WA" in partial.detail
@@ -60,11 +71,12 @@ def test_reward_all_or_nothing(env):
     assert none.detail == "no fenced code block"
 
 
-def test_cpp_answer_and_timeout(env):
+def test_cpp_answer_and_timeout(env, short_limit_env):
     p = echo_problem(5)
     cpp = "```cpp\n#include <iostream>\n#include <string>\nint main(){std::string s; std::getline(std::cin, s); std::cout << s.size() << std::endl;}\n```"
-    assert env.score(p, cpp).components["task"] == 1.0
-    slow = env.score(p, "```python\nwhile True: pass\n```")
+    right = env.score(p, cpp)
+    assert right.components["task"] == 1.0, right.detail
+    slow = short_limit_env.score(p, "```python\nwhile True: pass\n```")
     assert slow.components["task"] == 0.0 and "TLE" in slow.detail
 
 
