@@ -793,13 +793,13 @@ def _asks_yes_no(question: str) -> bool:
     return any(_YES_NO.match(x) or _YES_NO_FR.search(x) for x in _sentences(question) if x.rstrip().endswith("?"))
 
 
-# an ask with one closed answer (a count, a named quantity, the values that satisfy a condition): a
-# value stated in its prose is the answer; "Give two ...", "Find a matrix such that ...", "Define ..."
-# ask for one of many and are not here
 # a quantity with one value for the question's givens: "what is the tension", "find also its angular acceleration"
 _QUANTITY = (r"(?:(?:angular|linear|average|instantaneous|terminal|initial|final|total|net|maximum|minimum)\s+)?"
              r"(?:remainder|rate|speed|velocity|acceleration|value|values|size|sizes|length|time|number|probability|distance"
              r"|mass|energy|force|tension|momentum|power|work|current|voltage|frequency|period|wavelength|pressure|final)s?\b")
+# an ask with one closed answer (a count, a named quantity, the values that satisfy a condition): a
+# value stated in its prose is the answer; "Give two ...", "Find a matrix such that ...", "Define ..."
+# ask for one of many and are not here
 _CLOSED_ASK = re.compile(
     r"\bhow\s+(?:many|much|high|far|long|fast|large|big|heavy|tall|deep|wide|often)\b"
     r"|\bat\s+what\s+(?:rate|speed|time|angle|height|distance|temperature)\b"
