@@ -86,20 +86,28 @@ def test_a_check_that_runs_too_long_is_stopped(monkeypatch):
     assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^3") is not None  # the alarm is gone afterwards
 
 
-def test_the_bound_is_cpu_time_so_a_loaded_machine_gives_the_same_verdict(monkeypatch):
-    import time
-
+def _patch_diff(monkeypatch, before, result=None) -> list:
+    """sympy.diff replaced by one that records its calls and runs `before()` first; it returns
+    `result` when given, else the real derivative. Returns the list of calls."""
     import sympy
 
     real_diff, calls = sympy.diff, []
 
-    def waiting_diff(*args, **kwargs):  # wall time passes, no CPU time: what a busy machine looks like
+    def diff(*args, **kwargs):
         calls.append(args)
-        time.sleep(0.6)
-        return real_diff(*args, **kwargs)
+        before()
+        return real_diff(*args, **kwargs) if result is None else result
+
+    monkeypatch.setattr(sympy, "diff", diff)
+    return calls
+
+
+def test_the_bound_is_cpu_time_so_a_loaded_machine_gives_the_same_verdict(monkeypatch):
+    import time
 
     monkeypatch.setattr(ac, "BOUND_S", 0.2)
-    monkeypatch.setattr(sympy, "diff", waiting_diff)
+    # wall time passes, no CPU time: what a busy machine looks like
+    calls = _patch_diff(monkeypatch, lambda: time.sleep(0.6))
     assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^3") is not None
     assert calls
 
@@ -108,24 +116,18 @@ def test_other_threads_cpu_time_does_not_count(monkeypatch):
     import threading
     import time
 
-    import sympy
-
-    real_diff, calls = sympy.diff, []
-
     def busy(seconds):
         end = time.thread_time() + seconds
         while time.thread_time() < end:
             pass
 
-    def waiting_diff(*args, **kwargs):  # another thread computes while the check waits
-        calls.append(args)
+    def other_thread_computes():  # while the check waits
         worker = threading.Thread(target=busy, args=(0.6,))
         worker.start()
         worker.join()
-        return real_diff(*args, **kwargs)
 
     monkeypatch.setattr(ac, "BOUND_S", 0.2)
-    monkeypatch.setattr(sympy, "diff", waiting_diff)
+    calls = _patch_diff(monkeypatch, other_thread_computes)
     assert ac.derivative_mismatch("Differentiate y = x^4.", "4x^4") is not None
     assert calls
 
@@ -135,15 +137,8 @@ def test_a_check_that_blocks_is_stopped_by_the_wall_clock_backstop(monkeypatch):
 
     import sympy
 
-    calls = []
-
-    def blocked_diff(*args, **kwargs):
-        calls.append(args)
-        time.sleep(30)
-        return sympy.Integer(0)
-
     monkeypatch.setattr(ac, "BACKSTOP_S", 0.3)
-    monkeypatch.setattr(sympy, "diff", blocked_diff)
+    calls = _patch_diff(monkeypatch, lambda: time.sleep(30), result=sympy.Integer(0))
     # unbounded, the derivative 0 would differ from the gold and report a mismatch after 30 s
     assert ac.derivative_mismatch("Differentiate y = x^3.", "3x^2") is None
     assert calls

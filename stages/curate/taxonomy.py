@@ -245,21 +245,10 @@ class TaxonomyStage(CurateStage):
         share = np.zeros(len(vectors))
         domain_share = np.zeros((len(vectors), len(self.domains)))
         if documents is not None and self.config.document_prior:
-            total = score.copy()
             domain_of = np.array([self.domains.index(p.split("/")[0]) for p in self.paths])
             own = domain_of[score.argmax(axis=1)]
-            docs = np.array(documents, dtype=object)
-            for doc in set(documents) - {""}:
-                rows = np.flatnonzero(docs == doc)
-                if len(rows) < 3:
-                    continue
-                counts = np.bincount(own[rows], minlength=len(self.domains))
-                for r in rows:  # leave the item itself out of its prior
-                    others = counts.copy()
-                    others[own[r]] -= 1
-                    top = int(others.argmax())
-                    total[r, domain_of == top] += self.config.document_prior * others[top] / (len(rows) - 1)
-                    domain_share[r, top] = others[top] / (len(rows) - 1)
+            domain_share = _plurality_share(own, documents, len(self.domains))
+            total = total + self.config.document_prior * domain_share[:, domain_of]
         if documents is not None and self.config.subtopic_prior:
             total = total + self.config.subtopic_prior * _plurality_share(score.argmax(axis=1), documents, len(self.paths))
         top = total.argmax(axis=1)
