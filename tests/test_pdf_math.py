@@ -109,3 +109,6 @@ def test_a_script_on_a_partial_sign_is_its_order():
     spans = [span("Find ", 11, 72, 100), span("∂", 11, 100, 100), span("2", 7.5, 106, 96), span("u + x", 11, 111, 100),
              span("2", 7.5, 136, 96), span(" = 0.", 11, 141, 100)]
     assert line_text(spans) == "Find ∂^2u + x^2 = 0."
+    # unicode-math fonts (lebl) print the math-italic 𝜕 (U+1D715), which is no letter either
+    spans = [span("𝜕", 12, 337, 715), span("2", 8.8, 344, 710.7), span("𝑢", 12, 349, 715)]
+    assert line_text(spans) == "𝜕^2𝑢"

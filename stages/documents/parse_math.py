@@ -20,6 +20,7 @@ Raw glyph codes (a glyph without Unicode) are mapped back here from the font's g
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from operator import itemgetter
 from typing import Any
@@ -172,8 +173,9 @@ def _text_size(spans: list[dict], weights: Counter) -> float:
 
 
 def _base(ch: str) -> bool:
-    """A character a script can sit on: a letter, digit, closing bracket, bar or ∂ (∂^2u), not "√", "="."""
-    return bool(ch) and (ch.isalnum() or ch in ")]}|′∂")
+    """A character a script can sit on: a letter, digit, closing bracket, bar or ∂ (∂^2u; also the
+    math-italic 𝜕 of unicode-math fonts, lebl's \\frac{𝜕^2u}{𝜕t^2}), not "√", "="."""
+    return bool(ch) and (ch.isalnum() or ch in ")]}|′∂" or (ch > "\uffff" and unicodedata.normalize("NFKC", ch) == "∂"))
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> bool:

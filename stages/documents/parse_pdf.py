@@ -138,7 +138,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "12"  # v12: a script on ∂ (∂^2u/∂x^2); v11: \mapsto (cmsy bar + arrow) read as one arrow; v10: TeX glyph names the AGL lacks (negated relations, pxsys vec); v9: nested scripts, fraction triggers, marks before fractions, cells in big brackets, part grids, per-document extension fonts
+    version = "13"  # v13: a script on the math-italic 𝜕 (unicode-math fonts); v12: a script on ∂ (∂^2u/∂x^2); v11: \mapsto (cmsy bar + arrow) read as one arrow; v10: TeX glyph names the AGL lacks (negated relations, pxsys vec); v9: nested scripts, fraction triggers, marks before fractions, cells in big brackets, part grids, per-document extension fonts
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage
