@@ -48,6 +48,9 @@ kept from its tuners until the lead measures the final code.
 book of judson, hefferon, levin and ostp, thompson's last 6, labeled blind by helpers who saw only the items,
 the books and the labeling guide (benchmarks/truth/labeling-guide.md), before the twelfth round changed
 curation; measured once, on that round's final code.
+`heldout12` (seed 2043, 5f9091d's uncurated output, none matching a heldout11 or earlier label): 20 items per
+book of judson, hefferon, levin and ostp, labeled blind the same way before the thirteenth round changed
+curation; measured once, on that round's final code.
 """
 
 from __future__ import annotations
@@ -325,7 +328,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout11 | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout12 | all, or several joined by commas")
     ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
