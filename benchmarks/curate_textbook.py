@@ -141,7 +141,9 @@ def read_run(run: Path) -> tuple[list[dict], list[dict]]:
 
 
 def _text(text: str) -> str:
-    return " ".join((text or "").split())
+    # no whitespace at all: curation's normalize joins "φ :" and ". . ." (the parse's spacing), a change
+    # of no verdict
+    return "".join((text or "").split())
 
 
 def judged(label: dict, record: dict) -> dict:
@@ -149,11 +151,12 @@ def judged(label: dict, record: dict) -> dict:
     the parse changes an item's text (a flattened power rebuilt), the item is judged again and the
     new verdict added under `revisions` with the whole question and answer it judged
     (`question_text`, `answer_text`); it applies to a record with exactly that text (whitespace
-    aside). Prefixes cannot tell: the change may lie past them, and `_norm` drops the symbols
+    aside; the answer may be in `solution`, where verifiable moves a worked answer). Prefixes cannot tell: the change may lie past them, and `_norm` drops the symbols
     ("e^{x2}" is the text "e^{x^2}" was parsed from)."""
-    q, a = _text(record.get("question")), _text(record.get("answer"))
+    q = _text(record.get("question"))
+    answers = {_text(record.get("answer")), _text(record.get("solution"))}  # a worked answer's final value moved it there
     for version in label.get("revisions") or ():
-        if _text(version["question_text"]) == q and _text(version["answer_text"]) == a:
+        if _text(version["question_text"]) == q and _text(version["answer_text"]) in answers:
             return {**label, **{k: v for k, v in version.items() if k not in ("question_text", "answer_text")}, "revised": True}
     return label
 

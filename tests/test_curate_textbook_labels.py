@@ -96,3 +96,15 @@ def test_blind_label_sets_do_not_relabel_an_earlier_item():
             key = (x["book"], x["page"], x["number"], x["question_prefix"], x.get("part_prefix"))
             assert key not in seen or seen[key] == root.name, (key, seen.get(key), root.name)
             seen[key] = root.name
+
+
+def test_a_revision_grades_only_the_text_it_judged():
+    """A label judged again on a changed text applies to records with that text: whitespace aside
+    (curation's normalize joins "φ :"), and with the answer moved to `solution` by verifiable."""
+    label = {"verdict": "bad", "reason": "layout_damaged", "revisions": [
+        {"verdict": "good", "reason": "ok", "question_text": "Compute φ : x^2 at 3.", "answer_text": "It is 3^2 = 9"}]}
+    assert curate_textbook.judged(label, {"question": "Compute φ: x^2 at 3.", "answer": "It is 3^2 = 9"})["verdict"] == "good"
+    moved = {"question": "Compute φ : x^2 at 3.", "answer": "9", "solution": "It is 3^2 = 9"}
+    assert curate_textbook.judged(label, moved)["verdict"] == "good"
+    # the text the old verdict judged (a flattened power): the old verdict
+    assert curate_textbook.judged(label, {"question": "Compute φ : x2 at 3.", "answer": "It is 32 = 9"})["verdict"] == "bad"
