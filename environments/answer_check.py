@@ -196,6 +196,25 @@ def choice_index(answer: str, choices: Sequence[str] = ()) -> int | None:
     return None
 
 
+_LETTER_LIST = re.compile(r"[{(\[]?\s*[A-Za-z](?:\s*(?:,|;|&|\band\b)\s*[A-Za-z])+\s*[})\]]?")
+
+
+def choice_indices(answer: str, choices: Sequence[str] = ()) -> frozenset[int] | None:
+    """0-based options a multiple-select answer names, two or more: letters ("A, C and D", "{A, C}")
+    or one option per "; "-separated piece (a key's "Gravity.; Normal Force."). None otherwise."""
+    text = _TEXT_CMD.sub(r"\1", strip_math_delimiters(unbox(answer))).replace("\\{", "{").replace("\\}", "}").strip()
+    if _LETTER_LIST.fullmatch(text):
+        picked = [ord(c.upper()) - ord("A") for c in re.findall(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])", text)]
+        if all(0 <= i < (len(choices) or 26) for i in picked) and len(set(picked)) == len(picked):
+            return frozenset(picked)
+        return None
+    pieces = [x for x in (p.strip() for p in text.split(";")) if x]
+    if len(pieces) < 2 or not choices:
+        return None
+    picked = [choice_index(p, choices) for p in pieces]
+    return frozenset(picked) if None not in picked and len(set(picked)) == len(picked) else None
+
+
 def boolean_value(answer: str) -> bool | None:
     t = normalize_text_answer(answer).strip(" .!")
     if t in _TRUE:
@@ -238,7 +257,8 @@ def infer_answer_type(answer: str, *, choices: Sequence[str] = (), question_type
     a = (answer or "").strip()
     if question_type == "proof":
         return "proof"
-    if (choices or question_type == "multiple_choice") and choice_index(a, choices) is not None:
+    if (choices or question_type == "multiple_choice") and (choice_index(a, choices) is not None
+                                                           or choice_indices(a, choices) is not None):
         return "choice"
     if question_type == "true_false" or boolean_value(a) is not None and len(a) <= 24:
         return "boolean" if boolean_value(a) is not None else "text"
@@ -513,6 +533,10 @@ def _check(gold: str, pred: str, answer_type: AnswerType | None, choices: tuple[
     kind = answer_type or infer_answer_type(gold, choices=choices)
     if kind == "proof":
         return Verdict(None, "judge", "proofs need a judge")
+    if kind == "choice" and (gs := choice_indices(gold, choices)) is not None:  # multiple select: the same options, all
+        ps = choice_indices(pred, choices) or ({pi} if (pi := choice_index(pred, choices)) is not None else None)
+        names = ("".join(chr(65 + i) for i in sorted(x)) if x else None for x in (gs, ps))
+        return Verdict(ps == gs, "choice", "gold {}, pred {}".format(*names))
     if kind == "choice":
         gi, pi = choice_index(gold, choices), choice_index(pred, choices)
         if gi is None or pi is None:

@@ -169,6 +169,28 @@ def test_question_type_drops_choice_answers_that_name_no_option():
     assert isinstance(out, Drop) and out.reason == "choice_answer_unresolved"
 
 
+def test_a_multiple_select_answer_is_the_set_of_its_options():
+    """OSTP's "[Select all that apply]" keys name several options, "; "-separated: their letters are
+    the gold, kept multiple choice through verifiable and convert, and graded as a set."""
+    from rlclimb.environments.answer_check import check
+
+    question = ("Which of the following forces act on a block at rest on an incline?\n"
+                "A. Gravity.\nB. Normal Force.\nC. Tension Force.\nD. Static Friction Force\nE. Applied Force")
+    out = run(QuestionTypeStage(), qa(question, "Gravity.; Normal Force.; Static Friction Force"))
+    assert out["question_type"] == "multiple_choice" and out["answer"] == "A, B, D" and "multi_select" in out["tags"]
+    out = run(VerifiableStage(), out)
+    assert not isinstance(out, Drop) and out["answer_type"] == "choice"
+    out = run(ConvertStage(keep_mcq_share=0.0), out)
+    assert out["question_type"] == "multiple_choice" and out["answer"] == "A, B, D" and "mcq_kept" in out["tags"]
+    choices = out["choices"]
+    assert check("A, B, D", "D, A and B", "choice", choices=choices).equivalent
+    assert not check("A, B, D", "A, B", "choice", choices=choices).equivalent
+    assert not check("A, B, D", "A", "choice", choices=choices).equivalent
+    # a piece that names no option: unresolved, as before
+    out = run(QuestionTypeStage(), qa(question, "Gravity.; Magnetism"))
+    assert isinstance(out, Drop) and out.reason == "choice_answer_unresolved"
+
+
 # ---- verifiable -------------------------------------------------------------------------------
 
 

@@ -6,7 +6,8 @@ becomes the question and the correct option's content the answer; a stem that ne
 one: kept as multiple choice (tag `mcq_unconverted`; `unconvertible: drop` ledgers it as
 `mcq_not_self_contained` / `mcq_answer_not_checkable` instead): a question with its options is
 still checkable by its letter. A configurable share of multiple-choice items stays unconverted
-(tag `mcq_kept`), chosen by a hash of the item id: the same items on every run.
+(tag `mcq_kept`), chosen by a hash of the item id: the same items on every run; so does every
+multiple-select item (several options right: no one option is the open answer).
 Proofs: a claim with a checkable value ("Prove that $\\sum_{k=1}^n k = \\frac{n(n+1)}{2}$")
 becomes "Find a closed-form expression for ..." with the value as the answer; other proofs are
 dropped (`proof_not_convertible`).
@@ -167,15 +168,20 @@ Question:
 Reply with JSON: {{"convertible": true/false, "question": "...", "answer": "..."}}"""
 
 
+def _multi_select(record: Record) -> bool:
+    """Several options are right ("Select all that apply"): no one option's content is the open answer."""
+    return "multi_select" in (record.get("tags") or [])
+
+
 class ConvertStage(CurateStage):
     name = "convert"
-    version = "2"
+    version = "3"  # v3: a multiple-select item stays multiple choice
     Config = ConvertConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Keep | Drop:
         qtype = record.get("question_type")
         if qtype == "multiple_choice":
-            if keeps_mcq(record, self.config.keep_mcq_share, self.config.mcq_seed):
+            if keeps_mcq(record, self.config.keep_mcq_share, self.config.mcq_seed) or _multi_select(record):
                 return add_tag(record, "mcq_kept")
             stem, options = split_options(record["question"])
             content = self._correct_option(record, options)
@@ -194,7 +200,7 @@ class ConvertStage(CurateStage):
     async def llm(self, record: Record, ctx: StageContext):
         qtype = record.get("question_type")
         if qtype == "multiple_choice":
-            if keeps_mcq(record, self.config.keep_mcq_share, self.config.mcq_seed):
+            if keeps_mcq(record, self.config.keep_mcq_share, self.config.mcq_seed) or _multi_select(record):
                 return add_tag(record, "mcq_kept")
             _, options = split_options(record["question"])
             content = self._correct_option(record, options)

@@ -3,7 +3,9 @@
 Sets `question_type`, `choices` (option contents, in label order) and `answer_type`. A
 multiple-choice answer is stored as its option letter ("B"), whatever form the dump used ("B",
 "(b)", "B) 4" or the option's content "4"); a multiple-choice item whose answer names no option
-is dropped (`choice_answer_unresolved`): its ground truth cannot be checked.
+is dropped (`choice_answer_unresolved`): its ground truth cannot be checked. A multiple-select
+answer (several options, "; "-separated, or several letters) becomes their letters ("A, B, D",
+tag `multi_select`), which the answer checker grades as a set.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from rlclimb.environments.answer_check import boolean_value, choice_index, infer_answer_type
+from rlclimb.environments.answer_check import (
+    boolean_value,
+    choice_index,
+    choice_indices,
+    infer_answer_type,
+)
 from rlclimb.pipelines.stage import Drop, Record, StageContext
 
 from .common import CurateConfig, CurateStage, kept
@@ -218,7 +225,7 @@ class QuestionTypeConfig(CurateConfig):
 
 class QuestionTypeStage(CurateStage):
     name = "question_type"
-    version = "7"
+    version = "8"  # v8: a multiple-select answer (several options) is their letters
     Config = QuestionTypeConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -239,6 +246,12 @@ class QuestionTypeStage(CurateStage):
         if qtype == "multiple_choice":
             idx = ord(letter) - 65 if letter else exact_option(record["answer"], choices)
             idx = choice_index(record["answer"], choices) if idx is None else idx
+            if idx is None and (several := choice_indices(record["answer"], choices)) is not None:
+                # "Which of the following are ...? [Select all that apply]": the gold is their letters
+                record["answer"] = ", ".join(chr(65 + i) for i in sorted(several))
+                record["answer_type"] = "choice"
+                record["tags"] = sorted({*(record.get("tags") or []), "multi_select"})
+                return record
             if idx is None:
                 return Drop("choice_answer_unresolved",
                             f"answer {record['answer'][:80]!r} names none of {len(choices)} options")

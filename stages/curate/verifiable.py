@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from rlclimb.environments.answer_check import (
     boolean_value,
     choice_index,
+    choice_indices,
     extract_final_answer,
     infer_answer_type,
 )
@@ -300,7 +301,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "13"  # v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "14"  # v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -332,7 +333,8 @@ class VerifiableStage(CurateStage):
                 record["tags"] = sorted({*(record.get("tags") or []), *_JUDGE_TAGS})
                 return record
             return Drop("no_boolean_answer", f"a true/false question answered {a[:60]!r}")
-        if qtype == "multiple_choice" and choice_index(a, record.get("choices") or []) is None:
+        if qtype == "multiple_choice" and choice_index(a, record.get("choices") or []) is None \
+                and choice_indices(a, record.get("choices") or []) is None:
             return Drop("choice_answer_unresolved", f"answer {a[:60]!r} names none of the options")
         if qtype in ("multiple_choice", "true_false"):
             record["answer_type"] = infer_answer_type(a, choices=record.get("choices") or [], question_type=qtype)
