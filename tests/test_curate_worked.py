@@ -53,6 +53,19 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
      "Write out the first terms: 1, 2, 3, 4. So we see that a_n = n^2 is the closed formula", "n^2"),
     ("Find the dimension of the subspace W of R^4 spanned by the vectors below.",
      "Row reduction leaves two nonzero rows, so the vectors span a plane. Hence the dimension of W is 2.", "2"),
+    # the parse spaced a period after a matrix: still a sentence end
+    ("(d) Give a general formula for a_n.",
+     "We get u_n = \\begin{pmatrix} 10^6+10^{n+4} \\\\ 10^6+10^{n+3} \\end{pmatrix} . In particular, a_n is the bottom "
+     "entry in u_n, which is a_n = 10^6 + 10^{n+3}", "10^6 + 10^{n+3}"),
+    # the working answers a first ask ("Explain ..."), the last sentence the formula the last ask wants
+    ("Consider the sequence 1, 3, 7, 13, 21,.... Explain how you know the closed formula for the sequence will be "
+     "quadratic. Then guess the correct formula by comparing this sequence to the squares 1, 4, 9, 16,....",
+     "The second differences are 2, 2, 2. Consider a_n −n^2. This gives 0, −1, −2, −3. That sequence has closed formula "
+     "1 −n so we have a_n −n^2 = 1 −n or equivalently a_n = n^2 −n + 1.", "n^2 −n + 1"),
+    # a physical quantity asked, stated of its object ("the tension in ... is zero")
+    ("Box 4 stops accelerating when it hits 3.0 m/s. What is the tension in the rope between box 1 and 2 a moment later?",
+     "The boxes no longer accelerate. If all of the boxes are moving with a constant speed, then the tension in all of "
+     "the ropes is zero", "0"),
 ])
 def test_the_value_a_worked_solution_states_last(question, answer, final):
     assert worked_final(question, answer) == final
@@ -78,6 +91,9 @@ def test_the_value_a_worked_solution_states_last(question, answer, final):
     ("Find the value of the constants in the solution.", "Substituting gives two equations. Thus the value is x = 3 and y = 4."),
     # no working: the answer is only the sentence
     (LOCK_Q, "There are 59280 different possibilities."),
+    # "Then find ..." after a proof: still two asks
+    ("Prove that a_n − a_{n−1} = 2n. Then find a closed formula for a_n.",
+     "Subtracting the recurrences gives the difference. Summing, we get a_n = n(n+1)."),
     # a value cut off by an ellipsis
     ("How many subsets does a set of n elements have?", "Each element is in or out. So there are 2 · 2 · · · 2 subsets."),
 ])

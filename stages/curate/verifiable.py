@@ -301,7 +301,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "14"  # v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "15"  # v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -26,10 +26,11 @@ _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determ
                        r"(?P<noun>dimension|determinant|rank|nullity|value|sum|product|number|order|degree|index|area|volume|length"
                        r"|probability|formula|limit|derivative|integral|trace|characteristic\s+polynomial|minimal\s+polynomial"
                        r"|inverse|matrix|coefficient|remainder|period|maximum|minimum|distance|angle|speed|velocity|mass|force"
-                       r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance)\b", re.I)
+                       r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance|tension|acceleration"
+                       r"|frequency|wavelength|momentum|torque|power|work|displacement)\b", re.I)
 _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
                          r"|representation|inverse)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
-_FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+)?formula\b|\bexpand\b", re.I)
+_FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain|guess)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+|correct\s+)?formula\b|\bexpand\b", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
 _MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
                         r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
@@ -56,6 +57,7 @@ def _last_sentence(answer: str) -> str:
     text = re.sub(r"\s*\((?!mod\b)(?=[^()]*[A-Za-z]{2,})[^()]*\)\s*$", "", text).rstrip(" .")
     # split at sentence ends outside formulas: ". " before a capital, not after a one-letter abbreviation
     parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\d)\.\s+(?=[A-Z])|(?<=\bthis)[.:]\s+|\n+|•"
+                     r"|(?<=[}\])])\s+\.\s+(?=[A-Z])"  # "... \\end{pmatrix} . In particular, ...": the parse spaced the period
                      r"|(?<=[⟩}\])])\s+(?=(?:The|So|Thus|Hence|Therefore|This|We|It)\b)", text)
     return parts[-1].strip() if parts else text
 
@@ -99,6 +101,11 @@ def _last_side(sentence: str) -> str | None:
 def worked_final(question: str, answer: str) -> str | None:
     """The value a worked answer states at its end, for a one-value ask; None when unsure."""
     ask = question.strip().split("\n")[-1]
+    # "Express the sequence as partial sums. Then find a closed formula ...": the working answers the
+    # first ask, the formula the last, which the answer ends with
+    then = re.search(r"(?:^|[.?]\s+)Then\s+(?:find|guess|give|compute|determine)\b(?P<rest>(?:(?![.?]\s+[A-Z]|\?).)*)[.?]?\s*$", ask)
+    if then is not None and _FORMULA_ASK.search("find" + then.group("rest")) and not re.search(r"\b(?:prove|show)\b", ask, re.I):
+        ask = then.group("rest")
     if _MORE_ASKS.search(ask) or ask.count("?") > 1 or not re.match(r"\s*\([a-z]\)", ask) and question.count("?") > 1:
         return None
     if _NOT_UNIQUE.search(answer):
@@ -132,7 +139,7 @@ def worked_final(question: str, answer: str) -> str | None:
     if noun is not None:
         word = noun.group("noun").split()[-1]
         m = re.search(rf"\b(?:has|of|is|equals?)\s+(?:the\s+)?{word}\s+(?P<v>\S+)\s*$"  # "has dimension zero"
-                      rf"|\b{word}(?:\s+of\s+[^=.]{{1,40}}?)?\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)  # "the dimension of W is 2"
+                      rf"|\b{word}(?:\s+(?:of|in|on|at|between)\s+[^=.]{{1,40}}?)?\s+(?:is|equals|=)\s+(?P<w>[^=]+?)\s*$", last, re.I)  # "the dimension of W is 2"
         if m is not None:
             value = (m.group("v") or m.group("w")).strip(" .")
             value = value.split("≈")[0] if "≈" in value and value.split("≈")[0].strip() else value  # the exact form
