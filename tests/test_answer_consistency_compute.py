@@ -22,6 +22,9 @@ def outcome(question: str, answer: str):
     return AGREE if c.agrees else WRONG if c.sure else DOUBT
 
 
+EXPAND = "Expand the following sums and products. That is, write them out the long way.\n"
+
+
 @pytest.mark.parametrize("question,answer,want", [
     # Thompson: derivatives (constants at sample values), antiderivatives with their constant
     ("Differentiate\n(c) y = (x + a)^2.", "2x + 2a", AGREE),
@@ -109,6 +112,13 @@ def outcome(question: str, answer: str):
      "(P ∨Q) ∨(Q ∧¬R)", WRONG),  # Q ∨ ¬R
     ("Compute det (\\begin{pmatrix} 3 & 4 & 7 & 12 \\\\ 0 & −1 & 9 & −8 \\\\ 0 & 0 & −2 & 4 \\\\ 0 & 0 & 0 & 2 \\end{pmatrix}^{−1}) "
      "without computing the inverse.", "12", WRONG),  # 1/12
+    # Levin: expanded sums and products, the listed terms and the last one from the body at the limits
+    (EXPAND + "(a) ∑_{k=1}^{100}(3 + 4k).", "∑_{k=1}^{100}(3 + 4k) = 7 + 11 + 15 + · · · + 403.", AGREE),
+    (EXPAND + "(b) ∑_{k=0}^{n} 2^k.", "∑_{k=0}^{n} 2^k = 1 + 2 + 4 + 8 + · · · + 2^n.", AGREE),
+    (EXPAND + "(c) ∑_{k=2}^{50} \\frac{1}{(k^2−1)} .",  # Levin's key: a spurious first term (k = 2 gives 1/3)
+     "∑_{k=2}^{50} \\frac{1}{(k^2−1)} = 1 + \\frac{1}{3} + \\frac{1}{8} + \\frac{1}{15} + · · · + \\frac{1}{2499}.", WRONG),
+    (EXPAND + "(e) ∏_{k=0}^{n}(2 + 3k).", "∏_{k=0}^{n}(2 + 3k) = (2)(5)(8)(11)(14) · · · (2 + 3n).", AGREE),
+    (EXPAND + "(f) ∑_{k=1}^{5} (−1)^k k.", "−1 + 2 − 4 + · · · − 5", WRONG),
 ])
 def test_the_gold_is_computed_from_the_question_as_printed(question, answer, want):
     assert outcome(question, answer) == want
@@ -140,6 +150,9 @@ def test_the_gold_is_computed_from_the_question_as_printed(question, answer, wan
     ("For each, find the characteristic polynomial and the eigenvalues.\n(a) \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}\n"
      "(b) \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}", "(a) x^2 −4x −5; λ_1 = 5, λ_2 = −1 (b) λ_1 = 1"),
     ("Differentiate y = b(ε^{ax} −ε^{−ax}).", "ab(ε^{ax} + ε^{−ax}). (2) 2at + \\frac{2}{t}."),
+    # an expansion with no ellipsis, or a term that is no number
+    (EXPAND + "(a) ∑_{k=1}^{3} k.", "1 + 2 + 3"),
+    (EXPAND + "(b) ∑_{k=1}^{n} a_k.", "a_1 + a_2 + · · · + a_n"),
     # an antiderivative without its constant (a definite value?) is not compared
     ("Find ∫ ε^{3x} dx.", "\\frac{1}{3}ε^{3x}."),
 ])

@@ -864,7 +864,7 @@ def computed_mismatch(question: str, answer: str) -> Finding | None:
 
 def computed_answer(question: str, answer: str) -> Finding | None:
     """The answer a computer algebra system computes from the question as printed (compute: a derivative,
-    an antiderivative, a generating function's sequence, a recurrence, a progression's sum, a power mod n,
+    an antiderivative, a generating function's sequence, a recurrence, a progression's sum, an expanded sum, a power mod n,
     a congruence, an order in Z_n, a complex number, a determinant, a matrix product ...) differs from
     the gold: sure when question and gold parsed cleanly, else a doubt."""
     from .compute import compute
@@ -939,7 +939,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "19"
+    version = "20"  # v20: compute checks expanded sums and products
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -1,6 +1,6 @@
 """Compute the gold where a computer algebra system can: for asks whose answer follows from the
 question as printed (a derivative, an antiderivative, the sequence a generating function makes, a
-recurrence's closed form, the sum of a progression, a power modulo n, the solutions of a
+recurrence's closed form, the sum of a progression, the terms of an expanded sum or product, a power modulo n, the solutions of a
 congruence, an element's order in Z_n, a complex number's value), compute the answer and compare
 it with the gold.
 
@@ -26,9 +26,15 @@ from .calculus import antiderivative, chained_derivative, derivative, ode_soluti
 from .logic import logic
 from .matrices import matrix, matrix_facts
 from .numbers import congruence, element_order, evaluate, finite, remainder
-from .sequences import closed_formula, generating_function, progression_sum, recurrence
+from .sequences import (
+    closed_formula,
+    generating_function,
+    progression_sum,
+    recurrence,
+    sum_expansion,
+)
 
-KINDS = (derivative, chained_derivative, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, evaluate, remainder, congruence,
+KINDS = (derivative, chained_derivative, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
          element_order, ode_solution, matrix, finite, matrix_facts)
 
 

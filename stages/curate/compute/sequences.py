@@ -301,3 +301,70 @@ def progression_sum(question: str, answer: str) -> Computed | None:
         return None
     return Computed("progression_sum", str(want), same, sure=len(sides) == 1 or all(_value(s) is not None for s in sides[:-1]),
                     detail=f"{what} is {want}, the gold has {sides[-1].strip()[:30]}")
+
+
+# "Expand ... write them out the long way. (c) ∑_{k=2}^{50} \frac{1}{(k^2−1)}" answered "... = \frac{1}{3} + \frac{1}{8} + · · · + \frac{1}{2499}"
+_EXPAND_ASK = re.compile(r"\bexpand\b|\bwrite\s+(?:them|it|each)?\s*out\b|\bthe\s+long\s+way\b", re.I)
+_BIG_OP = re.compile(r"(?P<op>[∑∏])_\{(?P<var>[a-z])\s*=\s*(?P<lo>[−-]?\d+)\}\^\{?(?P<hi>[−-]?\d+|[a-z])\}?\s*(?P<body>.+?)\s*\.?\s*$")
+
+
+def _top_level(text: str, seps: str) -> list[str] | None:
+    """`text` cut at the characters of `seps` outside brackets and braces, each piece keeping a
+    leading minus ("1 − \\frac{1}{2} + ..." -> ["1", "−\\frac{1}{2}", ...]); None when unbalanced."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "({[" and 1 or ch in ")}]" and -1 or 0
+        if depth < 0:
+            return None
+        if depth == 0 and ch in seps and text[:i].strip() and not re.search(r"[+−\-·×^_]\s*$", text[:i]):
+            pieces.append(text[start:i])
+            start = i if ch in "−-" else i + 1
+    pieces.append(text[start:])
+    return None if depth else [p.strip() for p in pieces]
+
+
+@bounded
+def sum_expansion(question: str, answer: str) -> Computed | None:
+    """An expanded sum or product: the terms the gold lists before its ellipsis are the body at the
+    first indices, and the term after it the body at the upper limit (a number or a letter, `2^n`)."""
+    stem, item = _split(question)
+    if not _EXPAND_ASK.search(stem):
+        return None
+    m = _BIG_OP.fullmatch(item.strip()) if item else None
+    if m is None:
+        return None
+    import sympy
+
+    body = _expr(m.group("body"))
+    letters = m.group("hi") if m.group("hi").isalpha() else ""
+    if body is None or {s.name for s in body.free_symbols} - {m.group("var"), letters}:
+        return None
+    var = next((x for x in body.free_symbols if x.name == m.group("var")), sympy.Symbol(m.group("var")))
+    lo = int(m.group("lo").replace("−", "-"))
+    hi = sympy.Symbol(letters) if letters else int(m.group("hi").replace("−", "-"))
+    gold = re.split(r"(?<![<>!\\])=", answer.strip().rstrip("."))[-1]
+    dots = re.search(r"(?:[+·×]\s*)?(?:·\s*·\s*·|\.\s*\.\s*\.|…)(?:\s*[+·×])?", gold)
+    if dots is None:
+        return None
+    seps = "+−-" if m.group("op") == "∑" else "·×"
+    head, tail = _top_level(gold[: dots.start()], seps), gold[dots.end():].strip()
+    if m.group("op") == "∏" and head and len(head) == 1 and re.fullmatch(r"(?:\([^()]*\)\s*){2,}", head[0]):
+        head = re.findall(r"\([^()]*\)", head[0])  # factors written side by side: "(2)(5)(8)"
+    if not head or not tail or any(not p for p in head):
+        return None
+    terms = [_value(p.lstrip("+"), letters) for p in head]
+    last = _value(tail.lstrip("+"), letters)
+    if None in terms or last is None:
+        return None
+    want = [body.subs(var, lo + i) for i in range(len(terms))] + [body.subs(var, hi)]
+    def plain(e):  # one symbol per name: the parser and sympy.Symbol may differ in assumptions
+        return e.subs({x: sympy.Symbol(x.name) for x in e.free_symbols})
+
+    want, got = [plain(w) for w in want], [plain(g) for g in terms + [last]]
+    bad = next((i for i, (w, g) in enumerate(zip(want, got, strict=True)) if _same(sympy.simplify(w), g) is not True), None)
+    join = " + " if m.group("op") == "∑" else " · "
+    shown = join.join(str(w) for w in want[:-1]) + f"{join}...{join}{want[-1]}"
+    if bad is None:
+        return Computed("sum_expansion", shown, True)
+    which = f"term {bad + 1}" if bad < len(terms) else "the last term"
+    return Computed("sum_expansion", shown, False, detail=f"{which} should be {want[bad]}, the gold has {got[bad]}")
