@@ -62,6 +62,13 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
      "quadratic. Then guess the correct formula by comparing this sequence to the squares 1, 4, 9, 16,....",
      "The second differences are 2, 2, 2. Consider a_n −n^2. This gives 0, −1, −2, −3. That sequence has closed formula "
      "1 −n so we have a_n −n^2 = 1 −n or equivalently a_n = n^2 −n + 1.", "n^2 −n + 1"),
+    # a projection, a Jordan form: a vector or matrix asked; a formula opens the last sentence lower-case
+    ("Project the vectors into M along N.\n(a) \\begin{pmatrix} 3 \\\\ −2 \\end{pmatrix}, M = { x + y = 0 }",
+     "The given vector is 1 · b_1 + 1 · b_2, and the answer comes from retaining the M part. proj_{M,N}(v) = "
+     "\\begin{pmatrix} 1 \\\\ −1 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ −1 \\end{pmatrix}"),
+    ("Find the Jordan form from the given data.\n(a) The matrix T is 2×2 with the single eigenvalue 3 and T − 3I has nullity one.",
+     "The map t − 3 is nilpotent with one string. Consequently T is similar to this. J = N + 3I = "
+     "\\begin{pmatrix} 3 & 0 \\\\ 1 & 3 \\end{pmatrix}", "\\begin{pmatrix} 3 & 0 \\\\ 1 & 3 \\end{pmatrix}"),
     # a physical quantity asked, stated of its object ("the tension in ... is zero")
     ("Box 4 stops accelerating when it hits 3.0 m/s. What is the tension in the rope between box 1 and 2 a moment later?",
      "The boxes no longer accelerate. If all of the boxes are moving with a constant speed, then the tension in all of "

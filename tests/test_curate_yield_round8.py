@@ -82,6 +82,12 @@ def test_a_verdict_led_long_answer_is_kept_for_a_judge():
     ("Is the graph planar? How many faces does it have?", "Yes. By Euler's formula it has 4 faces.", False),
     # no verdict first: an argument
     ("Is every subgroup of an abelian group normal?", "Let H be a subgroup and g an element; then gH = Hg.", False),
+    # a hedge before the verdict; "Decide whether ..." is a yes/no ask (Hefferon)
+    ("Is R^2 a subspace of R^3?", "Technically, no. Subspaces of R^3 are sets of three-tall vectors.", True),
+    ("Decide whether each map is an isomorphism (if it is an isomorphism then prove it and if it isn’t then state a "
+     "condition that it fails to satisfy).\n(a) f: M_{2×2} →R given by a matrix ↦ ad − bc",
+     "No; this map is not one-to-one. The matrix of all zeroes is mapped to the same image as the matrix of all ones.", True),
+    ("Decide whether each map is an isomorphism. Find its inverse.", "No; it is not onto.", False),
 ])
 def test_verdict_led(question, answer, led):
     assert verdict_led(question, answer) is led

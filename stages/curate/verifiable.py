@@ -112,9 +112,14 @@ def prose_final(question: str, answer: str) -> str | None:
 
 
 # "Yes. Consider H = ...", "Oui une solution existe. Car ...": a long answer that opens with its verdict
-_VERDICT_LEAD = re.compile(r"^\W*(?:yes|no|oui|non|vrai|faux|true|false|ja|nein)\b(?!-)", re.I)
+# "Technically, no. Subspaces of R^3 are ...": a hedge before the verdict
+_VERDICT_LEAD = re.compile(r"^\W*(?:(?:technically|clearly|certainly|of\s+course|obviously|strictly\s+speaking)\s*,?\s*)?"
+                           r"(?:yes|no|oui|non|vrai|faux|true|false|ja|nein)\b(?!-)", re.I)
 _YES_NO_SENTENCE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were"
                               r"|est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-t-(?:il|elle|on)\b|-(?:il|elle|on)s?\b", re.I)
+_IMPERATIVE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:find|compute|calculate|give|list|prove|show|describe|sketch|draw|write|state"
+                         r"|produce|construct|determine(?!\s+(?:whether|if)))\b", re.I)
+_DECIDE = re.compile(r"^\s*(?:decide|determine)\s+(?:whether|if)\b", re.I)
 _WHY_SENTENCE = re.compile(r"^\s*(?:why|pourquoi|explain|justify|expliquez|justifiez)\b", re.I)
 
 
@@ -128,9 +133,13 @@ def verdict_led(question: str, answer: str) -> bool:
     item = question.strip().split("\n")[-1]
     if re.match(r"\s*\((?:[a-z]|[ivx]+)\)", item) and "?" in item:
         question = item
-    asks = [x.strip() for x in re.split(r"(?<=[.?!])\s+|\n+", question) if x.rstrip().endswith("?")]
-    return bool(asks) and any(_YES_NO_SENTENCE.search(x) for x in asks) \
-        and all(_YES_NO_SENTENCE.search(x) or _WHY_SENTENCE.match(x) for x in asks)
+    sentences = [x.strip() for x in re.split(r"(?<=[.?!])\s+|\n+", re.sub(r"\([^()]{8,}\)", "", question))]
+    if any(_IMPERATIVE.match(x) for x in sentences):
+        return False  # "... Find its inverse.": an ask the verdict does not answer
+    # "Decide whether each map is an isomorphism (if it is ..., prove it ...). (a) f: ...": a yes/no ask too
+    asks = [x for x in sentences if x.rstrip().endswith("?") or _DECIDE.match(x)]
+    return bool(asks) and any(_YES_NO_SENTENCE.search(x) or _DECIDE.match(x) for x in asks) \
+        and all(_YES_NO_SENTENCE.search(x) or _DECIDE.match(x) or _WHY_SENTENCE.match(x) for x in asks)
 
 
 # "would it gain altitude at a higher or at a lower rate ...?": an ask between two alternatives
@@ -301,7 +310,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "15"  # v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "16"  # v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

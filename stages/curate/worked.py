@@ -29,7 +29,8 @@ _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determ
                        r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance|tension|acceleration"
                        r"|frequency|wavelength|momentum|torque|power|work|displacement)\b", re.I)
 _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
-                         r"|representation|inverse)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
+                         r"|representation|inverse|jordan\s+form|canonical\s+form)\b|\b(?:to\s+)?what\s+vector\b"
+                         r"|(?:^|[.:]\s+)project\s+(?:the|each|this|these)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
 _FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain|guess)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+|correct\s+)?formula\b|\bexpand\b", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
 _MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
@@ -58,6 +59,7 @@ def _last_sentence(answer: str) -> str:
     # split at sentence ends outside formulas: ". " before a capital, not after a one-letter abbreviation
     parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\d)\.\s+(?=[A-Z])|(?<=\bthis)[.:]\s+|\n+|•"
                      r"|(?<=[}\])])\s+\.\s+(?=[A-Z])"  # "... \\end{pmatrix} . In particular, ...": the parse spaced the period
+                     r"|(?<=[a-z]{3})\.\s+(?=[a-z]+_\{)"  # "... the N part. proj_{M,N}(v) = ...": a formula opens the sentence
                      r"|(?<=[⟩}\])])\s+(?=(?:The|So|Thus|Hence|Therefore|This|We|It)\b)", text)
     return parts[-1].strip() if parts else text
 
