@@ -123,6 +123,11 @@ def test_a_count_stated_after_in_total_there_are(last, final):
      "is linear with null space the line y = −x", "text"),
     ("A crate slides 5 m across a floor at constant speed. (c) What is the total work done on the crate? Calculate the total work and explain.",
      "0 J", "numeric"),
+    # the answer denies the follow-up's condition: the follow-up does not arise (Judson)
+    ("Which of the following sets are rings? If the set is a ring, is it also a field?\n(f) R = {a + b\\sqrt[3]{3}: a, b ∈Q}",
+     "R is not a ring", "text"),
+    ("Which of the following maps are homomorphisms? If the map is a homomorphism, what is the kernel? (c) φ(A) = a + d",
+     "is not a homomorphism", "text"),
 ])
 def test_follow_up_asks_the_answer_covers_are_not_partial(question, answer, answer_type):
     out = UsabilityStage().embedded(rec(question, answer, answer_type), CTX)

@@ -275,6 +275,16 @@ def _follow_up_answered(last: str, first: str, answer: str) -> bool:
     return bool(named) and bool(named & _content(answer))
 
 
+_CONDITION = re.compile(r"^\s*if\s+(?:the|this|it|that|such\s+an?)?\s*(?:\w+\s+)?(?:is|are)\s+(?:an?\s+|indeed\s+an?\s+)?(?P<noun>[A-Za-z-]{3,})", re.I)
+
+
+def _condition_denied(last: str, answer: str) -> bool:
+    """"If the set is a ring, is it also a field?" answered "R is not a ring": the follow-up does
+    not arise."""
+    m = _CONDITION.match(last)
+    return m is not None and re.search(rf"\b(?:not|no)\s+(?:an?\s+)?{re.escape(m.group('noun'))}", answer, re.I) is not None
+
+
 def partial_answer(question: str, answer: str, answer_type: str | None = None) -> Finding | None:
     """The question asks several things and the answer gives one: "Prove X. Find Y." answered by
     the proof; "What are ... of A5? What about A6?" answered for A5; a yes/no question answered
@@ -301,7 +311,7 @@ def partial_answer(question: str, answer: str, answer_type: str | None = None) -
         if missing:
             return Finding("partial_answer", f"the answer does not mention {missing[0]!r}, which the question asks about", True)
         if (_same_ask(asks[0], asks[-1]) and not _variant_unanswered(asks[0], asks[-1], answer)
-                or _follow_up_answered(asks[-1], asks[0], answer)):
+                or _follow_up_answered(asks[-1], asks[0], answer) or _condition_denied(asks[-1], answer)):
             return None
         bare_value = not re.search(r"[A-Za-z]{3,}", answer) and ";" not in answer
         if len([x for x in _ANSWER_JOINS.split(answer) if x.strip()]) >= len(asks) \
@@ -410,7 +420,7 @@ _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
 # x^3 sqrt(...)), a function name raised alone ("3^{sin} θ"), a relation sign read as a spaced comma
 # ("(x −y , w)" for x − y ≠ w), an integral sign read as "Z" ("Find Z (4x^3 + 1) dx")
 _HALF_FRACTION = re.compile(r"(?:(?<=\d)|(?<=[\s(=+−\-·}]))(?![aAI]\s)[A-Za-zθ](?:[−-]\s?|\s)\\frac\{\d+\}\{\d+\}(?=\s*(?:[+−\-=.,;}_]|$)|\s+[A-Za-z]{3,})")
-_ROOT_INDEX_GLUED = re.compile(r"[A-Za-z)]\\sqrt\[\d+\]")
+_ROOT_INDEX_GLUED = re.compile(r"[A-Za-z)]\\sqrt\[\d+\](?!\{\d+\})")  # (a number's root after a coefficient reads: "a + b\\sqrt[3]{2}")
 _FUNCTION_EXPONENT = re.compile(r"\^\{?(?:sin|cos|tan|cot|sec|log|ln|exp)\}?(?![A-Za-z(])")
 _SPACED_COMMA = re.compile(r"(?<![A-Za-z])(?!M\s)[A-Za-z\d)]\s+,\s+(?!M\b)[A-Za-z\d(](?![A-Za-z])")  # M: a matrix left out
 _INTEGRAL_Z = re.compile(r"(?<![\w\\])Z\s+(?![_^\[])[^.?;]{1,80}?\sd[a-zθ](?![A-Za-z])")
@@ -939,7 +949,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "20"  # v20: compute checks expanded sums and products
+    version = "21"  # v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
