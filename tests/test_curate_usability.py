@@ -671,6 +671,21 @@ def test_the_next_exercise_answer_run_into_a_gold_is_a_part_mismatch(answer, num
     assert (("part_mismatch", True) in reasons(record)) is bool(sure)
 
 
+def test_a_worked_solution_that_runs_into_the_next_entry_is_cut_there():
+    """Thompson 8: the final value was taken from "Therefore the answer is ...", the working kept as
+    the solution ran on into the key's entry (9): the solution is cut before it, the item kept."""
+    solution = ("\\frac{x^2+ a}{x + a} = x −a + \\frac{a^2+ a}{x + a} by division. Therefore the answer is "
+                "\\frac{x^2}{2} −ax + (a^2 + a) log_ε(x + a) + C. (See pages 196 and 198.)\n(9) \\frac{x^4}{4} + 3x^3 + C.")
+    record = {**rec("Find ∫ (\\frac{x^2+ a}{x + a}) dx.", "\\frac{x^2}{2} −ax + (a^2 + a) log_ε(x + a) + C", "expression"),
+              "solution": solution, "source": {"number": "8"}}
+    out = UsabilityStage().embedded(record, CTX)
+    assert not isinstance(out, Drop), out
+    assert out["solution"].endswith("(See pages 196 and 198.)") and "(9)" not in out["solution"]
+    # another exercise's number is not the next entry: left alone
+    other = {**record, "solution": solution.replace("(9)", "(4)")}
+    assert "(4)" in UsabilityStage().embedded(other, CTX)["solution"]
+
+
 @pytest.mark.parametrize("question,answer,damaged", [
     # a series' limits left on the line after its term (Lebl)
     ("Soit f(t) = \\frac{1}{2} + ∑ \\frac{1}{n(n^2+ 1)} sin(nπt). ∞ n=1 Calculez f′(t).",

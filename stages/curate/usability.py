@@ -103,18 +103,38 @@ _PART_REFERENCE = re.compile(r"\b(?:in|from|of|to|using)\s+(?:your\s+answer\s+(?
 _EMPTY_LAST_LABEL = re.compile(r"\n\s*\(?[a-h]\)\s*$")
 
 
-_NUMBERED_LABEL = re.compile(r"(?:[.;]\s+|\s{2,})\((\d{1,3})\)\s+\S")
+_NUMBERED_LABEL = re.compile(r"(?:[.;]\)?\s+|\s{2,}|\n\s*)\((\d{1,3})\)\s+\S")  # "(See p. 198.)\n(9) ..." too
+
+
+def _next_entry(text: str, number: str | None) -> tuple[re.Match, bool] | None:
+    """The first "(n) " label after a sentence end in `text`, and whether it is the key's next entry
+    (numbered one on from exercise `number`)."""
+    m = _NUMBERED_LABEL.search(text)
+    if m is None:
+        return None
+    own = re.match(r"\s*(\d+)\s*(?:\(|$)", number or "")
+    return m, own is not None and int(m.group(1)) == int(own.group(1)) + 1
 
 
 def next_exercise(answer: str, number: str | None) -> Finding | None:
     """"ab(ε^{ax} + ε^{−ax}). (2) 2at + \\frac{2}{t}." for exercise 1: the key's next entry, numbered
     one on, ran into the gold (sure); another number after a sentence end is unsure (an equation's)."""
-    m = _NUMBERED_LABEL.search(answer)
-    if m is None:
+    if (hit := _next_entry(answer, number)) is None:
         return None
-    own = re.match(r"\s*(\d+)\s*(?:\(|$)", number or "")
-    sure = own is not None and int(m.group(1)) == int(own.group(1)) + 1
+    m, sure = hit
+    own = re.match(r"\s*(\d+)", number or "")
     return Finding("part_mismatch", f"the answer runs into another entry: {m.group(0).strip()[:30]!r}", sure) if sure or own is None else None
+
+
+def trim_solution(record: Record) -> Record:
+    """A worked solution (verifiable moved it out of the answer) that runs into the key's next entry
+    ("... Therefore the answer is ... (See pages 196 and 198.) (9) \\frac{x^4}{4} + ..."): cut there.
+    The answer itself was checked by `next_exercise`."""
+    solution = record.get("solution") or ""
+    number = str((record.get("source") or {}).get("number") or "") or None
+    if (hit := _next_entry(solution, number)) is not None and hit[1]:
+        record["solution"] = solution[: hit[0].start(1) - 1].rstrip()
+    return record
 
 
 def part_mismatch(question: str, answer: str, part: str | None) -> Finding | None:
@@ -949,7 +969,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "21"  # v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
+    version = "22"  # v22: a solution running into the next entry is cut there; v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -965,7 +985,7 @@ class UsabilityStage(CurateStage):
                 return Drop(f.reason, f.detail)
             if f.judge:  # prose holding a value, a drawing beside values: only a judge grades it (train skips these)
                 add_tag(record, "needs_judge")
-        return mark_verified(record)
+        return mark_verified(trim_solution(record))
 
     async def llm(self, record: Record, ctx: StageContext):
         found = findings(record, self.config.max_text_words)
@@ -975,7 +995,7 @@ class UsabilityStage(CurateStage):
         if len({f.reason for f in found}) >= 2:
             return flag(record, self.config.on_sure, found[0].reason, "; ".join(f.detail for f in found))
         if not found:
-            return mark_verified(record)
+            return mark_verified(trim_solution(record))
         prompt = Template(load_prompt(self.config.prompt)).safe_substitute(  # $-fields: questions are full of braces
             question=record["question"], answer=record["answer"],
             concerns="; ".join(f"{f.reason}: {f.detail}" for f in found))
@@ -983,5 +1003,5 @@ class UsabilityStage(CurateStage):
         if not reply.usable:
             reason = reply.reason if reply.reason != "ok" else found[0].reason
             return Drop(reason, f"model: {reply.evidence[:200]}", model=completion.model, cost=completion.cost)
-        return kept(mark_verified(record), completion, reason="model: usable")
+        return kept(mark_verified(trim_solution(record)), completion, reason="model: usable")
 
