@@ -69,6 +69,14 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
     ("Find the Jordan form from the given data.\n(a) The matrix T is 2×2 with the single eigenvalue 3 and T − 3I has nullity one.",
      "The map t − 3 is nilpotent with one string. Consequently T is similar to this. J = N + 3I = "
      "\\begin{pmatrix} 3 & 0 \\\\ 1 & 3 \\end{pmatrix}", "\\begin{pmatrix} 3 & 0 \\\\ 1 & 3 \\end{pmatrix}"),
+    # a fewest number: "only two boxes are needed"; an example in the working does not make a count one of many
+    ("You don't want two consecutive letters in the same box. What is the fewest number of boxes you need?",
+     "Draw a graph with the letters as vertices; for example, D would be adjacent to both C and E. By Brooks' theorem the "
+     "chromatic number is at most 2. Thus only two boxes are needed.", "2"),
+    # a percentage asked, one percentage concluded
+    ("If 50% of students are awake at the start, what percentage will be awake at the end of the lecture?",
+     "We have v_{10} = \\frac{1}{2}w_1 + \\frac{1}{2}(0.8)^{10}w_2. Since (0.8)^{10} ≈0.107374, we conclude that approximately "
+     "55.37% of students are awake at the end of the lecture.", "55.37%"),
     # a physical quantity asked, stated of its object ("the tension in ... is zero")
     ("Box 4 stops accelerating when it hits 3.0 m/s. What is the tension in the rope between box 1 and 2 a moment later?",
      "The boxes no longer accelerate. If all of the boxes are moving with a constant speed, then the tension in all of "

@@ -310,7 +310,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "16"  # v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "17"  # v17: "fewest number of" counts, "only two boxes are needed", a concluded percentage; v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -21,7 +21,12 @@ _FUNCTION_WORDS = r"(?:sin|cos|tan|cot|sec|csc|log|ln|exp|det|dim|rank|arcsin|ar
 
 # one ask of a value: "How many ...?", "What is the dimension ...?", "Calculate the determinant ...",
 # "Produce a matrix ...", "derive the formula for ..."
-_COUNT_ASK = re.compile(r"\bhow\s+many\b|\bin\s+how\s+many\s+ways\b|\bcount\s+the\s+number\b", re.I)
+_COUNT_ASK = re.compile(r"\bhow\s+many\b|\bin\s+how\s+many\s+ways\b|\bcount\s+the\s+number\b"
+                        r"|\b(?:fewest|least|smallest|minimum|largest|greatest|maximum)\s+number\s+of\b", re.I)
+# "Thus only two boxes are needed."
+_NEEDED = re.compile(r"\b(?:only\s+)?(?P<v>\d+|" + "|".join(_NUMBER_WORDS) + r")\s+(?:[a-z]+\s+)?[a-z]+\s+(?:are|is)\s+"
+                     r"(?:needed|required|necessary|enough|sufficient)\s*$", re.I)
+_PERCENT_ASK = re.compile(r"\bwhat\s+(?:percentage|percent|fraction|proportion|share)\b", re.I)
 _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determine|evaluate|give)\s+(?:the\s+|its\s+)?"
                        r"(?P<noun>dimension|determinant|rank|nullity|value|sum|product|number|order|degree|index|area|volume|length"
                        r"|probability|formula|limit|derivative|integral|trace|characteristic\s+polynomial|minimal\s+polynomial"
@@ -110,7 +115,8 @@ def worked_final(question: str, answer: str) -> str | None:
         ask = then.group("rest")
     if _MORE_ASKS.search(ask) or ask.count("?") > 1 or not re.match(r"\s*\([a-z]\)", ask) and question.count("?") > 1:
         return None
-    if _NOT_UNIQUE.search(answer):
+    counts = _COUNT_ASK.search(question)
+    if _NOT_UNIQUE.search(answer) and not counts:  # ("for example, D is adjacent to C and E": a count is one number)
         return None
     last = _last_sentence(answer)
     whole = last
@@ -122,7 +128,11 @@ def worked_final(question: str, answer: str) -> str | None:
         if m and answer.strip().count("\\begin{pmatrix}") >= 1:
             return _clean_value(m.group(1), question)
     noun = _NOUN_ASK.search(question)
-    counts = _COUNT_ASK.search(question) or noun is not None and noun.group("noun").lower() == "number"  # "Find the number of ..."
+    counts = counts or noun is not None and noun.group("noun").lower() == "number"  # "Find the number of ..."
+    if counts and (m := _NEEDED.search(last)) is not None and _CONCLUDES.search(last):
+        return _NUMBER_WORDS.get(m.group("v").lower(), m.group("v"))
+    if _PERCENT_ASK.search(ask) and _CONCLUDES.search(last) and len(found := re.findall(r"(?<![\w.])\d+(?:\.\d+)?\s?%", last)) == 1:
+        return found[0].replace(" ", "")  # "we conclude that approximately 55.37% of students are awake"
     if counts and (m := _COUNT_SENTENCE.search(last)) is not None \
             and not re.search(r"\d|\\binom", last[m.end():]):  # "there are 5 stars and 9 bars, giving us \binom{14}{9}": the later one
         value = m.group("v")
