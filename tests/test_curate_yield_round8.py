@@ -192,3 +192,40 @@ def test_a_short_prose_answer_tagged_before_is_not_sent_to_a_judge():
     out = UsabilityStage().embedded(rec("How many faces does a cube have?", "A cube has exactly 6 square faces here."), CTX)
     assert not isinstance(out, Drop), out
     assert "maybe_not_checkable" in out["tags"] and "needs_judge" not in out["tags"]
+
+
+# ---- prove or disprove settled by the answer's opening; yes/no asks after a clause or per part --------------
+
+@pytest.mark.parametrize("question,answer", [
+    ("Prove or disprove that every group containing six elements is abelian.",  # Judson: the counterexample exists
+     "There is a nonabelian group containing six elements."),
+    ("Consider the statement: for all integers n, if n is even then 8n is even.\n(b) Is the converse true? Prove or disprove.",
+     "The converse is false. That is, there is an integer n such that 8n is even but n is odd. For example, consider n = 3."),
+])
+def test_a_settled_prove_or_disprove_is_kept_for_a_judge(question, answer):
+    from rlclimb.stages.curate.convert import ConvertStage
+
+    out = VerifiableStage().embedded({"question": question, "answer": answer, "question_type": "proof", "tags": []}, CTX)
+    assert not isinstance(out, Drop), out
+    assert out["answer_type"] == "text" and {"needs_judge", "statement_answer"} <= set(out["tags"])
+    out = ConvertStage().embedded(out, CTX)  # no claim to convert: the verdict stays
+    assert not isinstance(out, Drop) and out["answer"] == answer
+
+
+def test_a_proof_that_settles_nothing_still_drops():
+    out = VerifiableStage().embedded({"question": "Prove or disprove that Z_6 is cyclic.", "answer": "Let g = 1; then ⟨g⟩ = Z_6.",
+                                      "question_type": "proof", "tags": []}, CTX)
+    assert isinstance(out, Drop) and out.reason == "proof_without_conclusion"
+
+
+@pytest.mark.parametrize("question,answer", [
+    ("Among a group of n people, is it possible for everyone to be friends with an odd number of people in the group? "
+     "If so, what can you say about n?",
+     "Yes, as long as n is even. If n were odd, then corresponding graph would have an odd number of odd degree vertices."),
+    ("Which of these are members of the span [{ cos^2 x, sin^2 x }] in the vector space of real-valued functions of one "
+     "real variable?\n(c) f(x) = sin x", "No; consider what happens on setting x to be π/2 and 3π/2"),
+])
+def test_a_verdict_to_a_yes_no_ask_in_other_forms_goes_to_a_judge(question, answer):
+    out = UsabilityStage().embedded(rec(question, answer, "text"), CTX)
+    assert not isinstance(out, Drop), out
+    assert "needs_judge" in out["tags"]

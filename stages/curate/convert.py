@@ -168,6 +168,11 @@ Question:
 Reply with JSON: {{"convertible": true/false, "question": "...", "answer": "..."}}"""
 
 
+def _settled(record: Record) -> bool:
+    """A "prove or disprove" item verifiable kept by its verdict (a judge grades the statement): no claim to convert."""
+    return "statement_answer" in (record.get("tags") or [])
+
+
 def _multi_select(record: Record) -> bool:
     """Several options are right ("Select all that apply"): no one option's content is the open answer."""
     return "multi_select" in (record.get("tags") or [])
@@ -175,7 +180,7 @@ def _multi_select(record: Record) -> bool:
 
 class ConvertStage(CurateStage):
     name = "convert"
-    version = "3"  # v3: a multiple-select item stays multiple choice
+    version = "4"  # v4: a proof item settled by its verdict stays; v3: a multiple-select item stays multiple choice
     Config = ConvertConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Keep | Drop:
@@ -190,6 +195,8 @@ class ConvertStage(CurateStage):
             if _NOT_SELF_CONTAINED.search(stem) or len(stem) < 8:
                 return self._unconverted(record, Drop("mcq_not_self_contained", "the stem needs its options; the LLM path can rewrite it"))
             return self._converted(record, stem, content, "multiple_choice")
+        if qtype == "proof" and _settled(record):
+            return record
         if qtype == "proof":
             claim = proof_claim(record["question"])
             if claim is None:
@@ -207,7 +214,7 @@ class ConvertStage(CurateStage):
             if isinstance(content, Drop):
                 return content
             prompt = MCQ_PROMPT.format(question=record["question"], letter=record["answer"], content=content)
-        elif qtype == "proof":
+        elif qtype == "proof" and not _settled(record):
             prompt = PROOF_PROMPT.format(question=record["question"])
         else:
             return record

@@ -819,8 +819,15 @@ def _verdict_opening(answer: str) -> bool:
     return bool(_VERDICT_OPENING.match(answer))
 
 
+# "Among a group of n people, is it possible ...?"; "Which of these are members of the span ...?\n(c) sin x": per part a yes/no
+_LATE_YES_NO = re.compile(r",\s*(?:is|are|does|do|can|could|will|would|must|should)\s+(?:it|there|this|that|the|a|an)\b", re.I)
+_WHICH_OF_PARTS = re.compile(r"\bwhich\s+of\s+(?:these|the\s+following)\b[^?]*\b(?:is|are)\b[^?]*\?(?:[^\n]*)\n\s*\([a-z]\)[^\n]*$", re.I)
+
+
 def _asks_yes_no(question: str) -> bool:
-    return any(_YES_NO.match(x) or _YES_NO_FR.search(x) for x in _sentences(question) if x.rstrip().endswith("?"))
+    if _WHICH_OF_PARTS.search(question.strip()):
+        return True
+    return any(_YES_NO.match(x) or _YES_NO_FR.search(x) or _LATE_YES_NO.search(x) for x in _sentences(question) if x.rstrip().endswith("?"))
 
 
 # a quantity with one value for the question's givens: "what is the tension", "find also its angular acceleration"
@@ -969,7 +976,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "22"  # v22: a solution running into the next entry is cut there; v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
+    version = "23"  # v23: a yes/no ask after a leading clause or per part of "Which of these ...?"; v22: a solution running into the next entry is cut there; v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -186,6 +186,18 @@ _VERDICT_SENTENCE = re.compile(r"(?:^|[.;]\s+)(?:this|it|that|the\s+(?:converse|
                                r"(?:also\s+)?(?:true|false)\b", re.I)
 
 
+_PROVE_OR_DISPROVE = re.compile(r"\bprove\s+or\s+disprove\b|\bdisprove\b", re.I)
+# the opening sentence settles the claim: "The converse is false.", "False; ...", "There is a nonabelian group of order 6."
+_SETTLES = re.compile(r"^\W*(?:(?:the\s+(?:converse|statement|claim|inverse|contrapositive|assertion)|this|it)\s+is\s+(?:not\s+)?(?:true|false)"
+                      r"|(?:true|false)\b|there\s+(?:is|exists)\s+(?:a|an|no)\b)", re.I)
+
+
+def disproof_verdict(question: str, answer: str) -> bool:
+    """A "prove or disprove" ask whose answer opens by settling the claim (true, false, or the
+    counterexample that exists): that verdict is what is checked; the rest argues it."""
+    return bool(_PROVE_OR_DISPROVE.search(question)) and bool(_SETTLES.match(answer))
+
+
 def statement_then_verdict(question: str, answer: str) -> bool:
     m = _VERDICT_SENTENCE.search(answer)
     return (bool(_STATEMENT_ASK.search(question)) and m is not None and m.start() > 0
@@ -310,7 +322,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "17"  # v17: "fewest number of" counts, "only two boxes are needed", a concluded percentage; v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "18"  # v18: a prove-or-disprove ask settled by the answer's opening goes to a judge; v17: "fewest number of" counts, "only two boxes are needed", a concluded percentage; v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -332,6 +344,10 @@ class VerifiableStage(CurateStage):
                     record = self._use_final(record, final, worked=True)
                     record["question_type"] = "open"
                     record["answer_type"] = infer_answer_type(final, question_type="open")
+                    return record
+                if disproof_verdict(q, a):  # "Prove or disprove ..." answered "The converse is false. ...": a judge grades it
+                    record["answer_type"] = "text"
+                    record["tags"] = sorted({*(record.get("tags") or []), *_JUDGE_TAGS})
                     return record
                 return Drop("proof_without_conclusion", "the claim has no value or closed form to check")
             record["answer_type"] = "proof"
