@@ -108,3 +108,27 @@ def test_a_revision_grades_only_the_text_it_judged():
     assert curate_textbook.judged(label, moved)["verdict"] == "good"
     # the text the old verdict judged (a flattened power): the old verdict
     assert curate_textbook.judged(label, {"question": "Compute φ : x2 at 3.", "answer": "It is 32 = 9"})["verdict"] == "bad"
+
+
+def test_a_re_judged_verdict_is_merged_as_a_revision_that_grades_the_new_text(tmp_path, monkeypatch):
+    import json
+
+    spec = importlib.util.spec_from_file_location("stale_labels", ROOT / "benchmarks" / "truth" / "stale_labels.py")
+    stale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stale)
+    (tmp_path / "textbook_item_labels").mkdir()
+    label = {"book": "thompson", "page": 57, "number": "7", "question_prefix": "y = 2x + 3 3x + 2.", "answer_prefix": "(3x + 2)^2. −5",
+             "verdict": "bad", "reason": "layout_damaged", "topic": "math/calculus", "split": "dev", "note": "the fraction is flat"}
+    (tmp_path / "textbook_item_labels" / "thompson.jsonl").write_text(json.dumps(label) + "\n")
+    monkeypatch.setattr(stale, "LABEL_DIRS", tmp_path)
+    new = {"question": "Differentiate y = \\frac{2x + 3}{3x + 2}.", "answer": "\\frac{−5}{(3x + 2)^2}."}
+    item = {"dir": "textbook_item_labels", "book": "thompson", "page": 57, "number": "7", "old_question_prefix": label["question_prefix"],
+            "old_part_prefix": None, "old_answer_prefix": label["answer_prefix"], **new}
+    verdict = {k: item[k] for k in ("dir", "book", "page", "number", "old_question_prefix", "old_part_prefix", "old_answer_prefix")}
+    verdict |= {"verdict": "good", "reason": "ok", "topic": "math/calculus", "note": "the fraction is rebuilt; -5/(3x+2)^2 is right"}
+    assert stale.merge([item], [verdict], "parse v9") == Counter({"bad -> good": 1})
+    [merged] = curate_textbook.load_labels("all", root=tmp_path / "textbook_item_labels")
+    assert curate_textbook.judged(merged, new)["verdict"] == "good"
+    assert curate_textbook.judged(merged, {"question": "y = 2x + 3 3x + 2.", "answer": "(3x + 2)^2. −5"})["verdict"] == "bad"
+    with pytest.raises(SystemExit):  # verdicts out of step with the inputs
+        stale.merge([item], [{**verdict, "page": 58}], "parse v9")

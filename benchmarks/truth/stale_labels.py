@@ -1,0 +1,123 @@
+"""Labels whose text the parse has changed since they were judged, to be judged again; and merging
+the new verdicts back into the label files as `revisions` (curate_textbook.judged applies them).
+
+    python benchmarks/truth/stale_labels.py find --runs runs/r13-raw- --out /tmp/stale.jsonl
+    python benchmarks/truth/stale_labels.py merge --inputs /tmp/stale.jsonl --verdicts /tmp/rejudged.jsonl \
+        --at "parse v13 (2026-12-03)"
+
+`find` reads each book's UNCURATED run (`<runs><file>`), splits items into parts as curation does,
+finds each label's item (curate_textbook.find) and lists the labels that no revision matches and whose
+question, part or answer prefix is not, whitespace aside, the item's text now. Each output line has
+the label's directory, keys, old verdict, reason and note, and the item's full new question and
+answer: what a re-judge sees (labeling-guide.md, last section). `merge` takes those lines and the
+re-judge's (same order: dir, book, page, number, old_question_prefix, old_part_prefix,
+old_answer_prefix, verdict, reason, topic, note) and appends one revision per label, with the whole
+text it judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LABEL_DIRS = ROOT / "tests" / "data"
+
+_spec = importlib.util.spec_from_file_location("sample_heldout", ROOT / "benchmarks" / "truth" / "sample_heldout.py")
+sample_heldout = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sample_heldout)
+curate_textbook = sample_heldout.curate_textbook
+
+
+def _flat(text: str | None) -> str:
+    return "".join((text or "").split())
+
+
+def find_stale(runs: str) -> tuple[list[dict], Counter]:
+    rows, stats = [], Counter()
+    for d in sorted(LABEL_DIRS.glob("textbook_item_labels*")):
+        by_book = defaultdict(list)
+        for lab in curate_textbook.load_labels("all", root=d):
+            by_book[lab["book"]].append(lab)
+        for book, labels in sorted(by_book.items()):
+            items = sample_heldout.answered_items(Path(f"{runs}{curate_textbook.BOOK_FILES[book]}"))
+            for lab in labels:
+                item = curate_textbook.find(lab, items)
+                if item is None:
+                    stats["not found"] += 1
+                    continue
+                if curate_textbook.judged(lab, item).get("revised"):
+                    stats["a revision applies"] += 1
+                    continue
+                q, a = _flat(item["question"]), _flat(item["answer"])
+                same = q.startswith(_flat(lab["question_prefix"])) and a.startswith(_flat(lab.get("answer_prefix"))) \
+                    and _flat(lab.get("part_prefix")) in q
+                if same:
+                    stats["same text"] += 1
+                    continue
+                stats["stale"] += 1
+                rows.append({"dir": d.name, "book": book, "page": lab["page"], "number": lab["number"],
+                             "verdict": lab["verdict"], "reason": lab["reason"], "old_note": lab.get("note"),
+                             "old_question_prefix": lab["question_prefix"], "old_part_prefix": lab.get("part_prefix"),
+                             "old_answer_prefix": lab.get("answer_prefix"), "question": item["question"],
+                             "answer": item["answer"], "answer_page": item["answer_page"]})
+    return rows, stats
+
+
+def merge(inputs: list[dict], verdicts: list[dict], at: str) -> Counter:
+    """Append each re-judged verdict to its label as a revision; returns old -> new verdict counts."""
+    if len(inputs) != len(verdicts):
+        raise SystemExit(f"{len(inputs)} inputs but {len(verdicts)} verdicts: one verdict per input line, same order")
+    changes: Counter = Counter()
+    by_file = defaultdict(list)
+    for i, v in zip(inputs, verdicts, strict=True):
+        for key in ("dir", "book", "page", "number", "old_question_prefix"):
+            if i[key] != v[key]:
+                raise SystemExit(f"verdict for {i['book']} p{i['page']} {i['number']}: {key} differs; same order as the inputs?")
+        by_file[LABEL_DIRS / i["dir"] / f"{i['book']}.jsonl"].append((i, v))
+    for path, pairs in by_file.items():
+        labels = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for i, v in pairs:
+            hits = [lab for lab in labels if lab["page"] == i["page"] and lab["number"] == i["number"]
+                    and lab["question_prefix"] == i["old_question_prefix"] and lab.get("part_prefix") == i["old_part_prefix"]]
+            if len(hits) != 1:
+                raise SystemExit(f"{path}: {len(hits)} labels match {i['page']} {i['number']}")
+            hits[0].setdefault("revisions", []).append({
+                "question_prefix": i["question"][:sample_heldout.QUESTION_PREFIX],
+                "answer_prefix": i["answer"][:sample_heldout.ANSWER_PREFIX],
+                "verdict": v["verdict"], "reason": v["reason"], "topic": v["topic"], "note": v["note"], "at": at,
+                "question_text": i["question"], "answer_text": i["answer"]})
+            changes[f"{hits[0]['verdict']} -> {v['verdict']}"] += 1
+        path.write_text("".join(json.dumps(lab, ensure_ascii=False) + "\n" for lab in labels))
+    return changes
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("find")
+    f.add_argument("--runs", required=True, help="run prefix: <runs><file> is a book's uncurated run")
+    f.add_argument("--out", type=Path, required=True)
+    m = sub.add_parser("merge")
+    m.add_argument("--inputs", type=Path, required=True, help="the `find` output the re-judge worked from")
+    m.add_argument("--verdicts", type=Path, required=True)
+    m.add_argument("--at", required=True, help="what changed the text, and when (kept in each revision)")
+    args = p.parse_args(argv)
+    if args.cmd == "find":
+        rows, stats = find_stale(args.runs)
+        args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        print(dict(stats), file=sys.stderr)
+    else:
+        print(dict(merge(_read(args.inputs), _read(args.verdicts), args.at)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
