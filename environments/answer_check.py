@@ -171,7 +171,9 @@ _LONE_LETTER = re.compile(r"[\(\[]?([A-Za-z])[\)\]]?\.?")  # "B", "(b)", "B."
 _NAMED_LETTER = re.compile(r"(?:the\s+)?(?:correct\s+)?(?:answer|option|choice)\s*(?:is|:)?\s*[\(\[]?([A-Za-z])(?:[\)\].:,\s]|$)", re.I)
 _LABELLED = re.compile(r"[\(\[]?([A-Za-z])[\)\]:.]\s+\S")  # "B) 4", "(B) 4", "B. 4"
 _TRUE = {"true", "t", "yes", "y", "correct", "right", "valid", "holds"}
-_BOOLEAN_LEAD = re.compile(r"^\W*(?:(?:technically|clearly|certainly|of\s+course|obviously|strictly\s+speaking)\s*,?\s*)?(yes|true|no|false)\b(?:\s*[,;:.!\u2014-]|\s+(?:because|since|as|it|the|this|that)\b)", re.I)
+# hedge words that may open a verdict ("Clearly, yes"); verifiable reads verdicts with the same hedge
+HEDGE = r"(?:(?:technically|clearly|certainly|of\s+course|obviously|strictly\s+speaking)\s*,?\s*)?"
+_BOOLEAN_LEAD = re.compile(r"^\W*" + HEDGE + r"(yes|true|no|false)\b(?:\s*[,;:.!\u2014-]|\s+(?:because|since|as|it|the|this|that)\b)", re.I)
 _FALSE = {"false", "f", "no", "n", "incorrect", "wrong", "invalid", "does not hold"}
 
 

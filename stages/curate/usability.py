@@ -976,7 +976,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "23"  # v23: a yes/no ask after a leading clause or per part of "Which of these ...?"; v22: a solution running into the next entry is cut there; v21: a follow-up whose condition the answer denies is no second ask; v20: compute checks expanded sums and products
+    version = "23"  # v23: a yes/no ask after a leading clause or per part of "Which of these ...?" (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from rlclimb.environments.answer_check import (
+    HEDGE,
     boolean_value,
     choice_index,
     choice_indices,
@@ -113,7 +114,7 @@ def prose_final(question: str, answer: str) -> str | None:
 
 # "Yes. Consider H = ...", "Oui une solution existe. Car ...": a long answer that opens with its verdict
 # "Technically, no. Subspaces of R^3 are ...": a hedge before the verdict
-_VERDICT_LEAD = re.compile(r"^\W*(?:(?:technically|clearly|certainly|of\s+course|obviously|strictly\s+speaking)\s*,?\s*)?"
+_VERDICT_LEAD = re.compile(r"^\W*" + HEDGE +
                            r"(?:yes|no|oui|non|vrai|faux|true|false|ja|nein)\b(?!-)", re.I)
 _YES_NO_SENTENCE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:is|are|does|do|can|could|must|will|would|has|have|should|was|were"
                               r"|est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-t-(?:il|elle|on)\b|-(?:il|elle|on)s?\b", re.I)
@@ -322,7 +323,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "18"  # v18: a prove-or-disprove ask settled by the answer's opening goes to a judge; v17: "fewest number of" counts, "only two boxes are needed", a concluded percentage; v16: "Decide whether ..." is a yes/no ask, a hedge before the verdict ("Technically, no."), Jordan forms and projections are matrix asks; v15: worked finals after a spaced period, "Then find the formula" asks, quantities stated of their object; v14: a multiple-select set of options passes; v13: a part's own yes/no ask; "there must be N ..." counts, "Represent ... the transformation" asks a matrix
+    version = "18"  # v18: a prove-or-disprove ask settled by the answer's opening goes to a judge (earlier versions: DESIGN.md's rounds)
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
