@@ -51,6 +51,9 @@ curation; measured once, on that round's final code.
 `heldout12` (seed 2043, 5f9091d's uncurated output, none matching a heldout11 or earlier label): 20 items per
 book of judson, hefferon, levin and ostp, labeled blind the same way before the thirteenth round changed
 curation; measured once, on that round's final code.
+`heldout13` (seed 2044, 7e1774a's uncurated output, none matching a heldout12 or earlier label): 20 items per
+book of hefferon, levin and ostp and judson's last 10, labeled blind the same way before the fourteenth
+round changed curation; measured once, on that round's starting code, before any change.
 """
 
 from __future__ import annotations
@@ -331,7 +334,7 @@ def _by_book(labels: list[dict]) -> dict[str, list[dict]]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", default=str(ROOT / "runs" / "curate16-"), help="prefix of the curated runs: <runs>cur-<file>")
-    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout12 | all, or several joined by commas")
+    ap.add_argument("--split", default="dev", help="dev | heldout | heldout2 | curated_sample | heldout3 .. heldout13 | all, or several joined by commas")
     ap.add_argument("--labels", type=Path, default=LABELS, help="label directory (<book>.jsonl files)")
     ap.add_argument("--book", action="append")
     ap.add_argument("--json", type=Path)
