@@ -170,6 +170,10 @@ def test_sure_findings_drop_with_their_reason(question, answer, answer_type, par
      "f is injective, but not surjective", "text", "c"),  # five words: a classification, tagged at most
     ("Consider the isomorphism Rep_B(·): P_1 →R^2 where B = ⟨1, 1 + x⟩. Find the image of each element.\n(a) 3 −2x",
      "Rep_B(3 −2x) = \\begin{pmatrix} 5 \\\\ −2 \\end{pmatrix}", "expression", "a"),  # a column in R^2, no fraction
+    ("Find the angle between the diagonal of the unit cube and one of the axes.",
+     "arccos(\\frac{(1)(1) + (0)(1) + (0)(1)}{\\sqrt{1}\\sqrt{3}})", "expression", None),  # norms in a cosine's denominator
+    ("How many 5-digit strings from {1, 2, 3, 4} have more even digits than odd?",
+     "We need 3 or more even digits, so \\binom{5}{3}2^32^2 + \\binom{5}{4}2^42 + 2^5", "expression", None),  # reasoning, not advice
 ])
 def test_usable_items_pass_without_a_sure_finding(question, answer, answer_type, part):
     r = rec(question, answer, answer_type, part)

@@ -81,6 +81,24 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
     ("Box 4 stops accelerating when it hits 3.0 m/s. What is the tension in the rope between box 1 and 2 a moment later?",
      "The boxes no longer accelerate. If all of the boxes are moving with a constant speed, then the tension in all of "
      "the ropes is zero", "0"),
+    # a count whose verb the book dropped ("Thus there \\binom{7}{2} anagrams"), a total after "all together:"
+    ("How many arrangements of the letters of BANANA start with B?",
+     "After the B we arrange the other five letters. Only the A's and N's remain. Thus there \\binom{5}{2} arrangements starting with B.",
+     "\\binom{5}{2}"),
+    ("How many 4-digit strings from {1, 2, 3} have more 1s than other digits?",
+     "We need 3 or more 1s. 3 ones: \\binom{4}{3}2. 4 ones: 1. So all together: \\binom{4}{3}2 + 1", "\\binom{4}{3}2 + 1"),
+    # a generating function asked, the last sentence gives it
+    ("Use differencing to find the generating function for 1, 2, 4, 7, 11, ....",
+     "Call the generating function A. Then A − xA = 1 + x + x^2 + · · · = \\frac{1}{1 −x} . Solving for A gives \\frac{1}{(1 −x)^2} .",
+     "\\frac{1}{(1 −x)^2}"),
+    # an approximation after the exact form: the exact form; a formula opening the sentence after a period
+    ("Find the angle between the diagonal of the unit square and the x-axis.",
+     "Take the x-axis. arccos(\\frac{(1)(1) + (0)(1)}{\\sqrt{1}\\sqrt{2}}) ≈0.79 radians",
+     "arccos(\\frac{(1)(1) + (0)(1)}{\\sqrt{1}\\sqrt{2}})"),
+    # a parenthesised last term is the formula's, not an aside
+    ("Find the formula for the characteristic polynomial of a 2×2 matrix.",
+     "Expand the determinant of T − xI. This gives det(T −xI) = (a −x)(d −x) −bc = x^2 + (−a −d) · x + (ad −bc)",
+     "x^2 + (−a −d) · x + (ad −bc)"),
 ])
 def test_the_value_a_worked_solution_states_last(question, answer, final):
     assert worked_final(question, answer) == final
@@ -111,6 +129,12 @@ def test_the_value_a_worked_solution_states_last(question, answer, final):
      "Subtracting the recurrences gives the difference. Summing, we get a_n = n(n+1)."),
     # a value cut off by an ellipsis
     ("How many subsets does a set of n elements have?", "Each element is in or out. So there are 2 · 2 · · · 2 subsets."),
+    # "... and also a formula for u_2": two asks, one value
+    ("Put v_1 = u_1 + u_2 and v_2 = u_1 − u_2. Give a formula for u_1 in terms of v_1 and v_2, and also a formula for u_2.",
+     "Adding the equations gives 2u_1 = v_1 + v_2. So we get u_1 = v_1/2 + v_2/2"),
+    # "Determine whether ... and, if so, find its sum": a verdict and a value
+    ("Determine whether the series converges and, if so, find its sum.",
+     "It is a geometric series with ratio 1/2. Adding up its terms we get that its sum is 2."),
 ])
 def test_no_value_when_a_cue_is_missing(question, answer):
     assert worked_final(question, answer) is None
@@ -167,3 +191,12 @@ def test_a_statement_asked_with_is_it_true_keeps_the_statement_and_its_verdict_f
     for answer in ("This is false.", "Suppose n = −3. Then n is odd, hence the claim fails. This is false."):
         out = VerifiableStage().embedded({"question": q, "answer": answer, "question_type": "true_false", "tags": []}, CTX)
         assert isinstance(out, Drop) and out.reason == "no_boolean_answer"
+
+
+def test_a_formula_asked_with_derive_and_answered_with_the_bare_formula_is_kept():
+    q = "A thin rod of mass M and length L turns about one end. Derive a formula for its moment of inertia about that end."
+    out = VerifiableStage().embedded({"question": q, "answer": "\\frac{1}{3}ML^2", "question_type": "proof", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and out["question_type"] == "open" and out["answer_type"] == "expression"
+    restated = VerifiableStage().embedded({"question": "Derive the formula for the period, T = 2π\\sqrt{L/g}, of a pendulum.",
+                                           "answer": "T = 2π\\sqrt{L/g}", "question_type": "proof", "tags": []}, CTX)
+    assert isinstance(restated, Drop) and restated.reason == "proof_without_conclusion"

@@ -70,7 +70,7 @@ _HINT_MARKER = re.compile(r"^\s*(?:\*\*)?hints?\s*(?:\*\*)?\s*[.:]\s*", re.I)
 _ADVICE = re.compile(
     r"^\s*(?:use|try|look\s+at|consider|pick|choose|think|recall|remember|note\s+that|notice|observe|apply|start"
     r"|begin|first\s*,|compare|examine|calculate|compute|count|show\s+that|prove\s+that|verify\s+that|check\s+that"
-    r"|it\s+suffices|you\s+(?:may|can|might|should|will|need)|we\s+(?:may|can|need)|what\s+(?:is|are|about|if)"
+    r"|it\s+suffices|you\s+(?:may|can|might|should|will|need)|we\s+(?:may|can|need\s+(?:to|only|just|not|merely))|what\s+(?:is|are|about|if)"
     r"|how\s+(?:many|about)|why|define|find\s+(?:a|an|the)|draw|sketch|write\s+down|let\s+us|follow)\b",
     re.I,
 )
@@ -683,7 +683,9 @@ def _unclosed_bracket(text: str) -> str | None:
 
 # a radical of a perfect square ("d h \sqrt{4} \sqrt{h+x} 1"): nobody prints one; the rebuild put a
 # stray digit under a sign whose radicand went elsewhere
-_SQUARE_RADICAND = re.compile(r"\\sqrt\{\s*(?:1|4|9|16|25|36|49|64|81|100)\s*\}")
+_PERFECT_SQUARE = r"\\sqrt\{\s*(?:1|4|9|16|25|36|49|64|81|100)\s*\}"
+# (but a denominator that is a product of two norms, "\\frac{(1)(1) + ...}{\\sqrt{1}\\sqrt{3}}", is a cosine's formula)
+_SQUARE_RADICAND = re.compile(rf"(?<!\}}\{{){_PERFECT_SQUARE}|{_PERFECT_SQUARE}(?!\s*\\sqrt\{{[^{{}}]*\}}\s*\}})")
 # a fraction inside a subscript ("log_{ε\\frac{1+x}{1−x}}": the log's argument sank into its base) or
 # over 1 ("A\\frac{2}{1}" for A_1^2): a rebuild that stacked the wrong glyphs
 _MISPLACED_FRACTION = re.compile(r"_\{[^{}]*\\frac|\\frac\{[^{}]+\}\{\s*1\s*\}")
@@ -976,7 +978,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "23"  # v23: a yes/no ask after a leading clause or per part of "Which of these ...?" (earlier versions: DESIGN.md's rounds)
+    version = "24"  # v24: "We need 3 ..." is reasoning, not advice; norms in a cosine's denominator are no damage (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

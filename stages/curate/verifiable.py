@@ -35,7 +35,7 @@ from rlclimb.pipelines.stage import Drop, Record, StageContext
 from ..text_keys import canonical_text
 from .common import CurateConfig, CurateStage, kept
 from .convert import proof_claim
-from .worked import worked_final
+from .worked import clean_value, worked_final
 
 _PLACEHOLDER = {"", "n/a", "na", "none given", "tbd", "todo", "?", "??", "-", "--", "...", "null", "nan", "unknown",
                 "no answer", "answer", "blank", "x", "xxx"}
@@ -120,6 +120,7 @@ _YES_NO_SENTENCE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:is|are|does|do|can|could
                               r"|est-ce\s+que|peut-on|existe-t-il|y\s+a-t-il)\b|-t-(?:il|elle|on)\b|-(?:il|elle|on)s?\b", re.I)
 _IMPERATIVE = re.compile(r"^\s*(?:\([a-z]\)\s*)?(?:find|compute|calculate|give|list|prove|show|describe|sketch|draw|write|state"
                          r"|produce|construct|determine(?!\s+(?:whether|if)))\b", re.I)
+_DERIVE_VALUE = re.compile(r"\b(?:derive|obtain|find)\s+(?:a|an|the)\s+(?:general\s+|closed\s+|explicit\s+)?(?:formula|expression)\s+for\b", re.I)
 _DECIDE = re.compile(r"^\s*(?:decide|determine)\s+(?:whether|if)\b", re.I)
 _WHY_SENTENCE = re.compile(r"^\s*(?:why|pourquoi|explain|justify|expliquez|justifiez)\b", re.I)
 
@@ -323,7 +324,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "18"  # v18: a prove-or-disprove ask settled by the answer's opening goes to a judge (earlier versions: DESIGN.md's rounds)
+    version = "19"  # v19: worked finals of short answers too, "derive a formula for" answered by the formula (earlier versions: DESIGN.md's rounds)
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -343,6 +344,11 @@ class VerifiableStage(CurateStage):
                     # "(a) Produce a matrix ...", "Expand ... to derive the formula": the proof
                     # reading came from the stem's other sentences; the ask wants the value it states
                     record = self._use_final(record, final, worked=True)
+                    record["question_type"] = "open"
+                    record["answer_type"] = infer_answer_type(final, question_type="open")
+                    return record
+                if _DERIVE_VALUE.search(q) and _words(a) <= 3 and (final := clean_value(a, q)) is not None:
+                    # "Derive a formula for its moment of inertia ..." answered "\\frac{3}{10}MR^2": a value asked, the value given
                     record["question_type"] = "open"
                     record["answer_type"] = infer_answer_type(final, question_type="open")
                     return record
@@ -390,7 +396,7 @@ class VerifiableStage(CurateStage):
                 record = self._use_final(record, final)
                 if final.lower() in _QUALIFIED:
                     record["tags"] = sorted({*(record.get("tags") or []), "needs_judge"})
-            elif _words(a) > self.config.max_answer_words and (final := worked_final(q, a)) is not None:
+            elif (final := worked_final(q, a)) is not None:  # short workings too ("Solving for A gives ...")
                 record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
             if verdict_led(q, a) or alternative_named(q, a):  # a verdict, then its reasons: graded by a judge, not dropped

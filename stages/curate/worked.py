@@ -32,18 +32,18 @@ _NOUN_ASK = re.compile(r"\b(?:what\s+is|what\s+are|find|compute|calculate|determ
                        r"|probability|formula|limit|derivative|integral|trace|characteristic\s+polynomial|minimal\s+polynomial"
                        r"|inverse|matrix|coefficient|remainder|period|maximum|minimum|distance|angle|speed|velocity|mass|force"
                        r"|energy|height|temperature|pressure|resistance|current|voltage|charge|radius|mean|variance|tension|acceleration"
-                       r"|frequency|wavelength|momentum|torque|power|work|displacement)\b", re.I)
+                       r"|frequency|wavelength|momentum|torque|power|work|displacement|generating\s+function)\b", re.I)
 _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down|determine)\s+(?:the\s+|a\s+)?(?:matrix|matrices"
                          r"|representation|inverse|jordan\s+form|canonical\s+form)\b|\b(?:to\s+)?what\s+vector\b"
                          r"|(?:^|[.:]\s+)project\s+(?:the|each|this|these)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
 _FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain|guess)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+|correct\s+)?formula\b|\bexpand\b", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
-_MORE_ASKS = re.compile(r"\b(?:and|then)\s+(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
+_MORE_ASKS = re.compile(r"\band\s+also\b|\b(?:and|then)\s*,?\s+(?:if\s+so\s*,\s*)?(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
                         r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
 
 _CONCLUDES = re.compile(r"\b(?:thus|so|hence|therefore|giving|gives|get|obtain|conclude|tells\s+us|we\s+have|which\s+is|this\s+is"
-                        r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|altogether|total|in\s+other\s+words)\b", re.I)
-_COUNT_SENTENCE = re.compile(r"\b(?:there\s+(?:are|is|were|(?:must|will|would)\s+be)|(?:she|he|we|you|they|one)\s+(?:will\s+|would\s+)?(?:has|have|had|need|get"
+                        r"|the\s+answer\s+is|we\s+find|it\s+follows|in\s+all|all\s+together|altogether|total|in\s+other\s+words)\b", re.I)
+_COUNT_SENTENCE = re.compile(r"\b(?:there(?:\s+(?:are|is|were|(?:must|will|would)\s+be)|(?=\s+(?:\d|\\binom)))|(?:she|he|we|you|they|one)\s+(?:will\s+|would\s+)?(?:has|have|had|need|get"
                              r"|can\s+do\s+(?:this|it)\s+in)|(?:can|could)\s+be\s+(?:done|chosen|formed|made|arranged)\s+in|in\s+all"
                              r"|in\s+total)\s+(?:a\s+total\s+of\s+)?(?P<v>.+?)"
                              r"\s+(?:different\s+|distinct\s+|possible\s+|such\s+)?(?:[a-z]+s|ways?)\b(?!\s*\()", re.I)
@@ -54,25 +54,25 @@ _NOT_UNIQUE = re.compile(r"\b(?:arbitrary|we\s+(?:can|could|may)\s+(?:choose|tak
                          r"|(?:is|are)\s+not\s+unique|any\s+(?:other\s+)?choice)\b", re.I)
 
 
-_GIVES = re.compile(r"\b(?:giving(?:\s+us)?|gives(?:\s+us)?|we\s+(?:get|obtain)|the\s+answer\s+is)\s+(?P<v>[^=]+?)\s*$", re.I)
+_GIVES = re.compile(r"\b(?:giving(?:\s+us)?|gives(?:\s+us)?|we\s+(?:get|obtain)|the\s+answer\s+is|(?:all\s+together|altogether|in\s+total|in\s+all|total)\s*:)\s+(?P<v>[^=]+?)\s*$", re.I)
 
 
 def _last_sentence(answer: str) -> str:
     text = re.sub(r"\s*(?:qed|∎|□)\s*$", "", answer.strip(), flags=re.I).rstrip(" .")
     # "a_n = \\frac{(4+3n)(n+1)}{2} (we have n + 1 there because ...)": an aside after the value
-    text = re.sub(r"\s*\((?!mod\b)(?=[^()]*[A-Za-z]{2,})[^()]*\)\s*$", "", text).rstrip(" .")
+    text = re.sub(r"\s*\((?!mod\b)(?=[^()]*\b(?!" + _FUNCTION_WORDS + r"\b)[a-z]{3,}\b)[^()]*\)\s*$", "", text).rstrip(" .")  # not "(ad − bc)"
     # split at sentence ends outside formulas: ". " before a capital, not after a one-letter abbreviation
     parts = re.split(r"(?<=[^\s.]{2})\.\s+(?=[A-Z•]|\\begin)|(?<=\d)\.\s+(?=[A-Z])|(?<=\bthis)[.:]\s+|\n+|•"
                      r"|(?<=[}\])])\s+\.\s+(?=[A-Z])"  # "... \\end{pmatrix} . In particular, ...": the parse spaced the period
-                     r"|(?<=[a-z]{3})\.\s+(?=[a-z]+_\{)"  # "... the N part. proj_{M,N}(v) = ...": a formula opens the sentence
+                     r"|(?<=[a-z]{3})\.\s+(?=[a-z]+_\{|" + _FUNCTION_WORDS + r"\()"  # "... the N part. proj_{M,N}(v) = ...", "... x-axis. arccos(...)": a formula opens the sentence
                      r"|(?<=[⟩}\])])\s+(?=(?:The|So|Thus|Hence|Therefore|This|We|It)\b)", text)
     return parts[-1].strip() if parts else text
 
 
-def _clean_value(value: str, question: str, letter: bool = False) -> str | None:
+def clean_value(value: str, question: str, letter: bool = False) -> str | None:
     """The value as a formula the checker reads, or None when it is prose, cut off or printed already."""
     value = value.strip().rstrip(" .,;:")
-    if not value or len(value) > 200 or re.search(r"\.\s", value) or value.count("(") != value.count(")") or value.count("{") != value.count("}") or re.search(r"…|\.\s?\.\s?\.|·\s?·\s?·", value):
+    if not value or len(value) > 200 or re.search(r"[+−\-·×*/=^_]$", value) or re.search(r"\.\s", value) or value.count("(") != value.count(")") or value.count("{") != value.count("}") or re.search(r"…|\.\s?\.\s?\.|·\s?·\s?·", value):
         return None
     plain = re.sub(r"\\(?:begin|end)\{\w+\}|\\[A-Za-z]+", " ", value)
     if re.search(rf"(?<![A-Za-z])(?!{_FUNCTION_WORDS}(?![A-Za-z]))[A-Za-z]{{3,}}", plain):
@@ -126,8 +126,11 @@ def worked_final(question: str, answer: str) -> str | None:
     if _MATRIX_ASK.search(question):
         m = re.search(r"(?:\bthis(?:\s+matrix)?\s*[.:]?\s*(?:Rep_\{[^{}]*\}\([^()]*\)\s*=?|[A-Z]\s*=)?|=)\s*(\\begin\{pmatrix\}(?:(?!\\begin).)*?\\end\{pmatrix\})\s*\.?\s*$", answer.strip(), re.S)
         if m and answer.strip().count("\\begin{pmatrix}") >= 1:
-            return _clean_value(m.group(1), question)
+            return clean_value(m.group(1), question)
     noun = _NOUN_ASK.search(question)
+    if noun is not None and (m := re.fullmatch(r"(?P<v>[^=≈]+?)\s*≈\s*[−-]?\d[\d.,]*\s*(?:[A-Za-z°]+)?", last)) is not None \
+            and (value := clean_value(m.group("v"), question)) is not None:
+        return value  # "arccos(\\frac{...}{...}) ≈ 0.96 radians": the exact form
     counts = counts or noun is not None and noun.group("noun").lower() == "number"  # "Find the number of ..."
     if counts and (m := _NEEDED.search(last)) is not None and _CONCLUDES.search(last):
         return _NUMBER_WORDS.get(m.group("v").lower(), m.group("v"))
@@ -146,7 +149,7 @@ def worked_final(question: str, answer: str) -> str | None:
             value = head[0]
         value = _NUMBER_WORDS.get(value.strip().lower(), value)
         if re.search(r"\d|\\binom|[A-Z]\(\d", value):
-            return _clean_value(value, question)
+            return clean_value(value, question)
         return None
     if noun is not None:
         word = noun.group("noun").split()[-1]
@@ -157,12 +160,12 @@ def worked_final(question: str, answer: str) -> str | None:
             value = value.split("≈")[0] if "≈" in value and value.split("≈")[0].strip() else value  # the exact form
             value = _NUMBER_WORDS.get(value.lower(), value)
             if re.search(r"\d", value) or word not in ("value", "number"):
-                return _clean_value(value, question)
+                return clean_value(value, question)
     if (noun is not None or _FORMULA_ASK.search(question) or counts) and _CONCLUDES.search(last) \
             or _FORMULA_ASK.search(question) and answer.count("=") >= 1:
         side, m = _last_side(last), None
         if side is None and (m := _GIVES.search(last)) is not None:
             side = m.group("v")
         if side is not None:
-            return _clean_value(side, question, letter=m is None)
+            return clean_value(side, question, letter=m is None)
     return None
