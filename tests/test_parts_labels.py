@@ -130,3 +130,23 @@ def test_a_function_argument_followed_by_a_comma_is_no_instruction():
     parts = split_parts(question, "(a) Φ = x\n(b) ∆V (t) = y\n(c) F(t) = z")
     assert parts[1] == ("b", "A loop of side a is a distance b from a wire.\n(b) The loop moves at speed v. "
                              "Give the voltage as a function of time, V (t), given that b(t) = b_0 + vt.", "∆V (t) = y")
+
+
+def test_a_part_that_leans_on_an_earlier_parts_given_is_noted_and_dropped():
+    from rlclimb.pipelines.stage import Drop
+    from rlclimb.stages.curate.usability import UsabilityStage
+
+    question = ("A kettle heats 1.5 kg of water in 4 minutes.\n(a) Its element runs from a 230 V supply. What power does it draw?\n"
+                "(b) What is the resistance of the element?\n(c) A 2 Ω lead is added in series. What current flows?\n"
+                "(d) Plot the temperature from 0 s to 240 s.\n(e) What current flows at the end?")
+    split = split_exercise(question, "(a) 2.3 kW (b) 23 Ω (c) 9.2 A (e) 10 A")
+    # (b) needs (a)'s 230 V; (c) states its own given; (e) needs it too; a time range is no given
+    assert split.earlier == {"b": ["230 V"], "e": ["230 V", "2 Ω"]}
+    out = SplitParts().process({"id": "x", "question": question, "answer": "(a) 2.3 kW (b) 23 Ω (c) 9.2 A (e) 10 A",
+                                "source": {"number": "7"}, "meta": "{}", "tags": []}, None)
+    part_b = next(r for r in out if r["source"]["number"] == "7(b)")
+    assert json.loads(part_b["meta"])["earlier_givens"] == ["230 V"]
+    dropped = UsabilityStage().embedded({**part_b, "answer_type": "numeric"}, None)
+    assert isinstance(dropped, Drop) and dropped.reason == "needs_context" and "230 V" in dropped.detail
+    part_c = next(r for r in out if r["source"]["number"] == "7(c)")
+    assert "earlier_givens" not in json.loads(part_c["meta"])

@@ -100,6 +100,7 @@ class Split:
     parts: list[tuple[str, str, str]] = field(default_factory=list)  # (letter, part question, its answer)
     lead: str = ""  # answer prose before the first label, shared by the parts
     refused: str = ""  # why question and answer labels do not line up ("" when they do, or are absent)
+    earlier: dict[str, list[str]] = field(default_factory=dict)  # letter -> measured givens only earlier parts state
 
 
 def split_exercise(question: str, answer: str) -> Split:
@@ -137,7 +138,27 @@ def split_exercise(question: str, answer: str) -> Split:
         for j in named:  # "Pour b), c), d), calculez lim x(t)." set after a): the stem of b), c), d)
             stems[j] = f"{stem}\n{note}"
     return Split([(k, f"{stems[k]}\n{text[k]} {parts[k]}".lstrip("\n"), answers[k].rstrip(".").strip())
-                  for k in sorted(answers)], lead=lead)
+                  for k in sorted(answers)], lead=lead, earlier=_earlier_givens(stem, parts, letters, set(answers)))
+
+
+# a measured given: "12 V", "200 N/m", "3.0 × 10^6 N/C", "25 °C" (a number, a space, an SI unit; "5A" is a product);
+# not a time ("from 0 s to 10 s", "after 20.0 s"): an earlier part's own moment or plotting range
+_MEASURED = re.compile(r"(?<![\w.^_{])\d+(?:\.\d+)?(?:\s*×\s*10\^\{?[−-]?\d+\}?)?(?:\s+(?:[kMGmμnpc]?(?:m|g|N|J|W|V|A|Ω|C|T|Hz|K|Pa|eV|L|F)"
+                       r"|rad)(?:\s*/\s*[A-Za-z]+|\^\{?[−-]?\d\}?)*|\s*°C?)(?![A-Za-z])")
+
+
+def _earlier_givens(stem: str, parts: dict[str, str], letters: list[str], answered: set[str]) -> dict[str, list[str]]:
+    """Answered parts that state no measured given of their own while an earlier part states one the
+    stem lacks ("(a) The battery is 12 V. Find the current. (b) What is the resistance?"): the part
+    leans on data its own text does not carry."""
+    out: dict[str, list[str]] = {}
+    for i, k in enumerate(letters):
+        if k not in answered or _MEASURED.search(parts[k]):
+            continue
+        before = [m.group(0) for j in letters[:i] for m in _MEASURED.finditer(parts[j])]
+        if missing := [g for g in dict.fromkeys(before) if g not in stem]:
+            out[k] = missing[:3]
+    return out
 
 
 def _instructions(question: str, run: list[_Label], labels: list[_Label]) -> dict[str, tuple[str, str, list[str]]]:
@@ -172,7 +193,7 @@ class SplitPartsConfig(StageConfig):
 
 class SplitParts(Stage):
     name = "split_parts"
-    version = "3"  # v2: "a)" labels, answers opening with shared prose, exercises with no stem, refusal (tag) when labels do not line up; v3: only mentions of its own parts make a sentence an instruction
+    version = "4"  # v4: a part notes the measured givens only earlier parts state (meta earlier_givens) (earlier versions: DESIGN.md's rounds)
     kind = "expand"
     Config = SplitPartsConfig
     output_model = QAItem
@@ -191,6 +212,8 @@ class SplitParts(Stage):
             meta = {**json.loads(record.get("meta") or "{}"), "part": label, "parent_id": record["id"]}
             if split.lead:
                 meta["answer_lead"] = split.lead
+            if label in split.earlier:
+                meta["earlier_givens"] = split.earlier[label]
             child["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
             if number:
                 child["source"] = {**record["source"], "number": f"{number}({label})"}
