@@ -986,7 +986,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "24"  # v24: "We need 3 ..." is reasoning, not advice; norms in a cosine's denominator are no damage (earlier versions: DESIGN.md's rounds)
+    version = "24"  # v24: a part leaning on an earlier part's given, "We need 3 ..." is reasoning, norms in a denominator are no damage (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
