@@ -99,6 +99,10 @@ DET_A = ("We subtract the first row from the second row to get a new matrix B = 
     ("Find the formula for the characteristic polynomial of a 2×2 matrix.",
      "Expand the determinant of T − xI. This gives det(T −xI) = (a −x)(d −x) −bc = x^2 + (−a −d) · x + (ad −bc)",
      "x^2 + (−a −d) · x + (ad −bc)"),
+    # the ask names one symbol ("Find M ⊥."): the working's last equation for that symbol
+    ("Find M ⊥.\n(a) M = { (x, y) | x − y = 0 }",
+     "Here M is the line spanned by (1, 1). Solving u + v = 0 gives the perpendiculars. M ⊥= { (u, v) | u + v = 0 } = { k · (−1, 1) | k ∈R }",
+     "{ k · (−1, 1) | k ∈R }"),
 ])
 def test_the_value_a_worked_solution_states_last(question, answer, final):
     assert worked_final(question, answer) == final
@@ -200,3 +204,11 @@ def test_a_formula_asked_with_derive_and_answered_with_the_bare_formula_is_kept(
     restated = VerifiableStage().embedded({"question": "Derive the formula for the period, T = 2π\\sqrt{L/g}, of a pendulum.",
                                            "answer": "T = 2π\\sqrt{L/g}", "question_type": "proof", "tags": []}, CTX)
     assert isinstance(restated, Drop) and restated.reason == "proof_without_conclusion"
+
+
+def test_a_stated_verdict_to_is_the_statement_true_is_kept_for_a_judge():
+    q = "Consider the statement: for all integers n, if n is odd then n^2 is odd.\n(a) Is the statement true? Explain why."
+    a = ("The statement is true. If n = 2k + 1 then n^2 = 4k^2 + 4k + 1, which is one more than an even number, so it is odd, "
+         "and this holds for every integer k whatsoever, positive or negative, so there is no counterexample at all.")
+    out = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "open", "tags": []}, CTX)
+    assert not isinstance(out, Drop) and "needs_judge" in out["tags"]

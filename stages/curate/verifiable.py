@@ -35,6 +35,7 @@ from rlclimb.pipelines.stage import Drop, Record, StageContext
 from ..text_keys import canonical_text
 from .common import CurateConfig, CurateStage, kept
 from .convert import proof_claim
+from .qtype import verdict_value
 from .worked import clean_value, worked_final
 
 _PLACEHOLDER = {"", "n/a", "na", "none given", "tbd", "todo", "?", "??", "-", "--", "...", "null", "nan", "unknown",
@@ -129,7 +130,7 @@ def verdict_led(question: str, answer: str) -> bool:
     """Every ask of the question is a yes/no one (a "why?" after it asks for the reasons) and the
     answer opens with yes or no: the verdict is there, the rest argues it. A rule cannot tell whether
     the reasons answer a second ask, so the caller keeps the item for a judge instead of dropping it."""
-    if not _VERDICT_LEAD.match(answer):
+    if not _VERDICT_LEAD.match(answer) and verdict_value(answer) is None:  # "Yes, ...", "The statement is true. ..."
         return False
     # a part asks its own question: "How does the inverse interact with ...?\n(b) Is (H + G)^{−1} = ...?"
     item = question.strip().split("\n")[-1]
@@ -324,7 +325,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "19"  # v19: worked finals of short answers too, "derive a formula for" answered by the formula (earlier versions: DESIGN.md's rounds)
+    version = "19"  # v19: worked finals of short answers too (and of an asked symbol), "derive a formula for" answered by the formula, "The statement is true." leads a verdict (earlier versions: DESIGN.md's rounds)
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

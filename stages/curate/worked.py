@@ -37,6 +37,8 @@ _MATRIX_ASK = re.compile(r"\b(?:find|produce|give|compute|calculate|write\s+down
                          r"|representation|inverse|jordan\s+form|canonical\s+form)\b|\b(?:to\s+)?what\s+vector\b"
                          r"|(?:^|[.:]\s+)project\s+(?:the|each|this|these)\b|\brepresent\s+(?:with\s+respect\s+to|each|the|this|these)\b|\b(?:find|compute|calculate)\s+[A-Z]\s*=\s*Rep_|\bRep_\{?[A-Za-z,]+\}?\(", re.I)
 _FORMULA_ASK = re.compile(r"\b(?:derive|find|give|obtain|guess)\s+(?:the|a)\s+(?:closed\s+|general\s+|explicit\s+|correct\s+)?formula\b|\bexpand\b", re.I)
+# "Find M ⊥.", "Compute A^{-1}.", "What is x_3?": the ask names one symbol, alone in its sentence
+_SYMBOL_ASK = re.compile(r"(?:^|[.?:]\s+)(?:find|compute|calculate|determine|evaluate|what\s+is)\s+(?P<sym>[A-Za-z](?:\s*[⊥′'*]|_\{?\w+\}?|\^\{?[^\s{}]+\}?)?)\s*[.?](?:\s|$)", re.I)
 # more than one thing asked: "Find the characteristic polynomial, eigenvalues and ...", "... and then find ..."
 _MORE_ASKS = re.compile(r"\band\s+also\b|\b(?:and|then)\s*,?\s+(?:if\s+so\s*,\s*)?(?:also\s+)?(?:find|compute|calculate|determine|show|prove|explain|give|list|describe|decide)\b"
                         r"|,\s*(?:eigenvalues|eigenvectors|basis|kernel|inverse|rank)\b|\b(?:explain|justify|prove|show)\b", re.I)
@@ -127,6 +129,11 @@ def worked_final(question: str, answer: str) -> str | None:
         m = re.search(r"(?:\bthis(?:\s+matrix)?\s*[.:]?\s*(?:Rep_\{[^{}]*\}\([^()]*\)\s*=?|[A-Z]\s*=)?|=)\s*(\\begin\{pmatrix\}(?:(?!\\begin).)*?\\end\{pmatrix\})\s*\.?\s*$", answer.strip(), re.S)
         if m and answer.strip().count("\\begin{pmatrix}") >= 1:
             return clean_value(m.group(1), question)
+    if (sym := _SYMBOL_ASK.search(question)) is not None and "=" in last:
+        # "Find M ⊥." ended by "M ⊥= { ... } = { k · v | k ∈R }": the working names the asked symbol's value
+        head, _, rest = last.partition("=")
+        if re.sub(r"\s+", "", head) == re.sub(r"\s+", "", sym.group("sym")):
+            return clean_value(rest.rsplit("=", 1)[-1], question, letter=True)
     noun = _NOUN_ASK.search(question)
     if noun is not None and (m := re.fullmatch(r"(?P<v>[^=≈]+?)\s*≈\s*[−-]?\d[\d.,]*\s*(?:[A-Za-z°]+)?", last)) is not None \
             and (value := clean_value(m.group("v"), question)) is not None:
