@@ -174,6 +174,8 @@ def test_sure_findings_drop_with_their_reason(question, answer, answer_type, par
      "arccos(\\frac{(1)(1) + (0)(1) + (0)(1)}{\\sqrt{1}\\sqrt{3}})", "expression", None),  # norms in a cosine's denominator
     ("How many 5-digit strings from {1, 2, 3, 4} have more even digits than odd?",
      "We need 3 or more even digits, so \\binom{5}{3}2^32^2 + \\binom{5}{4}2^42 + 2^5", "expression", None),  # reasoning, not advice
+    ("Find the electric potential inside the sphere.", "V (r) = \\frac{ρ_0}{ε_0} (\\frac{R^2}{2} − \\frac{r^2}{6})",
+     "expression", None),  # "V (r) =": a function's argument, not a value after a lost relation
 ])
 def test_usable_items_pass_without_a_sure_finding(question, answer, answer_type, part):
     r = rec(question, answer, answer_type, part)

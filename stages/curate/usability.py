@@ -439,7 +439,7 @@ _PERMUTATION_TALK = re.compile(r"\b(?:permutations?|cycles?|transpositions?)\b|\
 _CYCLE = re.compile(r"\((?:\d+\s+)+\d+\)")
 _ADJACENT_NUMBERS = re.compile(r"(?<![\w.,])\d+\s+\d+(?![\d.,])")  # "10 4", "5 3e2t" (5/3 e^2t)
 _LEADING_PUNCT = re.compile(r"^\s*[.,;:]\s*\S")
-_SYMBOL_THEN_VALUE = re.compile(r"^\s*[A-Za-z]{1,2}\d?\s+(?=[\d(−-])")
+_SYMBOL_THEN_VALUE = re.compile(r"^\s*[A-Za-z]{1,2}\d?\s+(?=[\d(−-])(?!\([^()]{1,12}\)\s*[=≈<>≤≥])")  # not "V (r) = ...": an argument
 # both sides: stacked fractions flattened: "f(p/q) = 3p 3q", "p + 1 p −2"
 _FLAT_TERMS = re.compile(r"(?<![\w])\d+[a-z]\s+\d+[a-z]\b|[+−-]\s*\d+\s+[a-z]\s*[+−-]")
 _BIG_BASE = re.compile(r"\b(\d{6,})\s*\(mod\s*(\d+)\)")
