@@ -3,9 +3,9 @@ its last sentence ("Thus she has 15\\binom{14}{5} choices", "giving det(A) = a(b
 "... and has dimension zero.", "... gives this. Rep_{B,B}(t) \\begin{pmatrix} ... \\end{pmatrix}").
 
 A value is taken only when three cues agree: the stem asks for one value of a kind (a count, a
-named quantity, a matrix, a formula); the value closes the answer's last sentence in a form that
-states a result (after "=", after "there are" / "has" for a count, after the asked noun, a display
-after "this"); and the value reads as one clean formula (no prose, no ellipsis, nothing the stem
+named quantity, a matrix, a formula, one symbol: "Find M ⊥."); the value closes the answer's last
+sentence in a form that states a result (after "=", after "there are" / "has" for a count, after
+the asked noun or symbol, a display after "this"); and the value reads as one clean formula (no prose, no ellipsis, nothing the stem
 already prints). Anything else is None: the item stays long-form (dropped or tagged by the caller).
 """
 
