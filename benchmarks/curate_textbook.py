@@ -54,6 +54,9 @@ curation; measured once, on that round's final code.
 `heldout13` (seed 2044, 7e1774a's uncurated output, none matching a heldout12 or earlier label): 20 items per
 book of hefferon, levin and ostp and judson's last 10, labeled blind the same way before the fourteenth
 round changed curation; measured once, on that round's starting code, before any change.
+`heldout14` (seed 2045, 198ae12's uncurated output, none matching a heldout13 or earlier label): 20 items per
+book of hefferon, levin and ostp, labeled blind the same way before the fifteenth round changed curation;
+measured on that round's starting code (totals only) and on its final code.
 """
 
 from __future__ import annotations
