@@ -152,6 +152,17 @@ def _text(text: str) -> str:
     return "".join((text or "").split())
 
 
+def own_question(record: dict) -> str:
+    """The question without the earlier parts part_context put in (the text a part's verdict was
+    judged on: the context only adds what the book printed before it)."""
+    question = record.get("question") or ""
+    meta = record.get("meta") or {}
+    context = (json.loads(meta) if isinstance(meta, str) else meta).get("context")
+    if not context or f"{context['earlier_parts']}\n" not in question:
+        return question
+    return question.replace(f"{context['earlier_parts']}\n", "", 1).rsplit("\n", 1)[0]
+
+
 def judged(label: dict, record: dict) -> dict:
     """The label as it applies to `record`'s text. A verdict is for the text it was given on: when
     the parse changes an item's text (a flattened power rebuilt), the item is judged again and the
@@ -159,11 +170,12 @@ def judged(label: dict, record: dict) -> dict:
     (`question_text`, `answer_text`); it applies to a record with exactly that text (whitespace
     aside; the answer may be in `solution`, where verifiable moves a worked answer). Prefixes cannot tell: the change may lie past them, and `_norm` drops the symbols
     ("e^{x2}" is the text "e^{x^2}" was parsed from)."""
-    q = _text(record.get("question"))
     answers = {_text(record.get("answer")), _text(record.get("solution"))}  # a worked answer's final value moved it there
-    for version in label.get("revisions") or ():
-        if _text(version["question_text"]) == q and _text(version["answer_text"]) in answers:
-            return {**label, **{k: v for k, v in version.items() if k not in ("question_text", "answer_text")}, "revised": True}
+    # the question as trained on first (a part with its earlier parts, judged so), then the part's own text
+    for q in dict.fromkeys((_text(record.get("question")), _text(own_question(record)))):
+        for version in label.get("revisions") or ():
+            if _text(version["question_text"]) == q and _text(version["answer_text"]) in answers:
+                return {**label, **{k: v for k, v in version.items() if k not in ("question_text", "answer_text")}, "revised": True}
     return label
 
 

@@ -26,8 +26,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from curate_textbook import BOOK_FILES  # noqa: E402
 
-CURATION = ["cleanup", "split_parts", "question_type", "verifiable", "usability", "pii", "evergreen", "convert", "leakage",
-            "taxonomy"]
+CURATION = ["cleanup", "split_parts", "question_type", "verifiable", "usability", "pii", "evergreen", "convert", "part_context",
+            "leakage", "taxonomy"]
 
 
 def recurate(src: Path, dst: Path, taxonomy: bool = False) -> None:

@@ -14,7 +14,8 @@ from rlclimb.pipelines.definitions import PIPELINES
 from rlclimb.schemas.io import read_rows
 
 runner = CliRunner()
-CURATE = ["cleanup", "split_parts", "question_type", "verifiable", "usability", "pii", "evergreen", "convert", "leakage", "taxonomy"]
+CURATE = ["cleanup", "split_parts", "question_type", "verifiable", "usability", "pii", "evergreen", "convert", "part_context", "leakage",
+           "taxonomy"]
 
 ITEMS = [
     {"question": "Exercise 1.2. Solve for $x$: $3x - 7 = 11$.", "answer": "6"},
@@ -72,7 +73,7 @@ def test_stem_curate_on_jsonl(tmp_path):
                  "--set", "taxonomy.enabled=false", "--set", "convert.keep_mcq_share=0")
     assert result.exit_code == 0, result.output
     stats = funnel(tmp_path / "run")
-    assert list(stats)[:2] == ["read", "import"] and list(stats)[-9:] == CURATE[:-1]  # qa-jsonl's stages, then curation
+    assert list(stats)[:2] == ["read", "import"] and list(stats)[-len(CURATE) + 1:] == CURATE[:-1]  # qa-jsonl's stages, then curation
     check_curated(tmp_path / "run")
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["pipeline"] == "stem-curate"
@@ -84,7 +85,7 @@ def test_qa_jsonl_appends_curation_on_request(tmp_path):
     result = cli("run", "qa-jsonl", "--input", write(tmp_path), "--out", tmp_path / "run", "--quiet",
                  "--set", "curate=true", "--set", "taxonomy.enabled=false", "--set", "convert.keep_mcq_share=0")
     assert result.exit_code == 0, result.output
-    assert list(funnel(tmp_path / "run"))[-9:] == CURATE[:-1]
+    assert list(funnel(tmp_path / "run"))[-len(CURATE) + 1:] == CURATE[:-1]
     check_curated(tmp_path / "run")
 
 

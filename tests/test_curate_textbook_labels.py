@@ -4,6 +4,7 @@ benchmarks/curate_textbook.py finds a labeled item in a run (by page, number and
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -108,6 +109,13 @@ def test_a_revision_grades_only_the_text_it_judged():
     assert curate_textbook.judged(label, moved)["verdict"] == "good"
     # the text the old verdict judged (a flattened power): the old verdict
     assert curate_textbook.judged(label, {"question": "Compute φ : x2 at 3.", "answer": "It is 32 = 9"})["verdict"] == "bad"
+    # a part that part_context gave its earlier parts: judged on its own text
+    context = {"cue": "names an earlier part", "label": "(b)", "earlier_parts": "(a) Compute φ : x at 3."}
+    with_parts = {"question": "Compute φ : x^2 at 3.\n(a) Compute φ : x at 3.\n(b) x^2.\nAnswer part (b) only.", "answer": "9",
+                  "meta": json.dumps({"context": context})}
+    part = {"verdict": "bad", "reason": "layout_damaged", "revisions": [
+        {"verdict": "good", "reason": "ok", "question_text": "Compute φ : x^2 at 3.\n(b) x^2.", "answer_text": "9"}]}
+    assert curate_textbook.judged(part, with_parts)["verdict"] == "good"
 
 
 def test_a_re_judged_verdict_is_merged_as_a_revision_that_grades_the_new_text(tmp_path, monkeypatch):

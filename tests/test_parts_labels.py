@@ -132,21 +132,67 @@ def test_a_function_argument_followed_by_a_comma_is_no_instruction():
                              "Give the voltage as a function of time, V (t), given that b(t) = b_0 + vt.", "∆V (t) = y")
 
 
-def test_a_part_that_leans_on_an_earlier_parts_given_is_noted_and_dropped():
-    from rlclimb.pipelines.stage import Drop
+def test_a_part_that_leans_on_an_earlier_parts_given_gets_the_earlier_parts_back():
+    from rlclimb.stages.curate.context import PartContext
     from rlclimb.stages.curate.usability import UsabilityStage
 
     question = ("A kettle heats 1.5 kg of water in 4 minutes.\n(a) Its element runs from a 230 V supply. What power does it draw?\n"
                 "(b) What is the resistance of the element?\n(c) A 2 Ω lead is added in series. What current flows?\n"
                 "(d) Plot the temperature from 0 s to 240 s.\n(e) What current flows at the end?")
-    split = split_exercise(question, "(a) 2.3 kW (b) 23 Ω (c) 9.2 A (e) 10 A")
-    # (b) needs (a)'s 230 V; (c) states its own given; (e) needs it too; a time range is no given
-    assert split.earlier == {"b": ["230 V"], "e": ["230 V", "2 Ω"]}
-    out = SplitParts().process({"id": "x", "question": question, "answer": "(a) 2.3 kW (b) 23 Ω (c) 9.2 A (e) 10 A",
+    answer = "(a) 2.3 kW (b) 23 Ω (c) 9.2 A (e) 10 A"
+    split = split_exercise(question, answer)
+    # (b) needs (a)'s 230 V; (c) states its own given; (e) needs them too; a time range is no given
+    assert {k: c["cue"] for k, c in split.context.items()} == {"b": "only an earlier part gives 230 V",
+                                                                "e": "only an earlier part gives 230 V, 2 Ω"}
+    out = SplitParts().process({"id": "x", "question": question, "answer": answer,
                                 "source": {"number": "7"}, "meta": "{}", "tags": []}, None)
     part_b = next(r for r in out if r["source"]["number"] == "7(b)")
-    assert json.loads(part_b["meta"])["earlier_givens"] == ["230 V"]
-    dropped = UsabilityStage().embedded({**part_b, "answer_type": "numeric"}, None)
-    assert isinstance(dropped, Drop) and dropped.reason == "needs_context" and "230 V" in dropped.detail
+    # the stages that judge one ask see the part's own text; part_context adds the earlier parts last
+    assert part_b["question"] == "A kettle heats 1.5 kg of water in 4 minutes.\n(b) What is the resistance of the element?"
+    assert json.loads(part_b["meta"])["context"]["earlier_parts"].startswith("(a) Its element runs from a 230 V supply.")
+    judged = UsabilityStage().embedded({**part_b, "answer_type": "numeric"}, None)
+    assert judged["question"] == part_b["question"]  # kept: the context will travel with it
+    final = PartContext().process(part_b, None)
+    assert final["question"] == ("A kettle heats 1.5 kg of water in 4 minutes.\n"
+                                 "(a) Its element runs from a 230 V supply. What power does it draw?\n"
+                                 "(b) What is the resistance of the element?\nAnswer part (b) only.")
+    assert final["id"] != part_b["id"] and final["answer"] == "23 Ω"
     part_c = next(r for r in out if r["source"]["number"] == "7(c)")
-    assert "earlier_givens" not in json.loads(part_c["meta"])
+    assert "context" not in json.loads(part_c["meta"]) and PartContext().process(part_c, None) is part_c
+
+
+@pytest.mark.parametrize(("parts", "cue"), [
+    # references back
+    (["Set up a system of equations for the traffic at each node.", "Solve that system."], "Solve that system"),
+    (["Rotate the vector about the x-axis.", "Repeat the prior item, only rotate about the y-axis."], "Repeat"),
+    (["How much current does the machine draw?", "If μ_s is less than this, what is the speed?"], "than this,"),
+    (["Find the flux through the other five faces.", "Would this change if it was not a cube?"], "Would this change"),
+    (["Prove that a point through the origin is a subspace.", "What if it doesn't contain the origin?"], "What if"),
+    (["Find the impulse.", "What is the average force of the impulse calculated in part (a)?"], "names an earlier part"),
+    # a symbol only an earlier part defines
+    (["Find S = Rep_{D,D}(t) where D = ⟨1, 1 + x⟩.", "Find the matrix P such that T = PSP^{-1}."], "uses S from an earlier part"),
+    # self-contained later parts: "that" opening a clause, a relative "that", the part's own object, a generic symbol
+    (["Show that (GH)^T = H^T G^T.", "Show that an incidence matrix is symmetric."], None),
+    (["A list of vectors in R^3 that spans R^3.", "A list of vectors in R^3 that is linearly dependent."], None),
+    (["The subset { a b | a + b = 0 }", "This subset { (x, y) | x = 2y } of R^2"], None),
+    (["Show that (GH)^T = H^T G^T.", "Show that the matrix H H^T is symmetric."], None),
+])
+def test_which_later_parts_lean_on_earlier_ones(parts, cue):
+    from rlclimb.stages.curate.parts import leans_on_earlier
+
+    got = leans_on_earlier("Consider the following.", {"a": parts[0], "b": parts[1]}, ["a", "b"], "b")
+    assert got == cue if cue is None else got is not None and got.startswith(cue)
+
+
+def test_part_context_speaks_the_texts_language_and_drops_a_part_whose_label_is_gone():
+    from rlclimb.pipelines.stage import Drop
+    from rlclimb.stages.curate.context import PartContext, with_context
+
+    context = {"cue": "names an earlier part", "label": "b)", "earlier_parts": "a) Trouver la solution x(t)."}
+    assert with_context("Soit l'équation x' = x.\nb) Calculer la limite de la solution de a) pour t grand.", context, "b") == (
+        "Soit l'équation x' = x.\na) Trouver la solution x(t).\nb) Calculer la limite de la solution de a) pour t grand.\n"
+        "Répondre seulement à la partie (b).")
+    rewritten = {"id": "x", "question": "What is the limit of the solution for large t?", "answer": "0",
+                 "meta": json.dumps({"part": "b", "context": context})}
+    dropped = PartContext().process(rewritten, None)
+    assert isinstance(dropped, Drop) and dropped.reason == "needs_context"

@@ -2,6 +2,7 @@
 the new verdicts back into the label files as `revisions` (curate_textbook.judged applies them).
 
     python benchmarks/truth/stale_labels.py find --runs runs/r13-raw- --out /tmp/stale.jsonl
+    python benchmarks/truth/stale_labels.py find --context --runs runs/r15- --out /tmp/with_context.jsonl
     python benchmarks/truth/stale_labels.py merge --inputs /tmp/stale.jsonl --verdicts /tmp/rejudged.jsonl \
         --at "parse v13 (2026-12-03)"
 
@@ -9,7 +10,9 @@ the new verdicts back into the label files as `revisions` (curate_textbook.judge
 finds each label's item (curate_textbook.find) and lists the labels that no revision matches and whose
 question, part or answer prefix is not, whitespace aside, the item's text now. Each output line has
 the label's directory, keys, old verdict, reason and note, and the item's full new question and
-answer: what a re-judge sees (labeling-guide.md, last section). `merge` takes those lines and the
+answer: what a re-judge sees (labeling-guide.md, last section). `find --context` lists the labels whose
+part a curated run (`<runs>cur-<file>`) kept with its earlier parts put back (part_context): the
+verdict judged the part alone. `merge` takes those lines and the
 re-judge's (same order: dir, book, page, number, old_question_prefix, old_part_prefix,
 old_answer_prefix, verdict, reason, topic, note) and appends one revision per label, with the whole
 text it judged.
@@ -68,6 +71,34 @@ def find_stale(runs: str) -> tuple[list[dict], Counter]:
     return rows, stats
 
 
+def find_with_context(runs: str) -> tuple[list[dict], Counter]:
+    """Labels whose item a CURATED run (`<runs>cur-<file>`) kept with part_context's earlier parts in
+    its question, and no revision judged that text: the verdict was for the part alone."""
+    rows, stats = [], Counter()
+    for d in sorted(LABEL_DIRS.glob("textbook_item_labels*")):
+        by_book = defaultdict(list)
+        for lab in curate_textbook.load_labels("all", root=d):
+            by_book[lab["book"]].append(lab)
+        for book, labels in sorted(by_book.items()):
+            kept, _ = curate_textbook.read_run(Path(f"{runs}cur-{curate_textbook.BOOK_FILES[book]}"))
+            for lab in labels:
+                item = curate_textbook.find(lab, kept)
+                if item is None or curate_textbook.own_question(item) == item["question"]:
+                    continue
+                full = _flat(item["question"])
+                if any(_flat(v["question_text"]) == full for v in lab.get("revisions") or ()):
+                    stats["a revision applies"] += 1
+                    continue
+                stats["with context"] += 1
+                meta = json.loads(item["meta"]) if isinstance(item.get("meta"), str) else item.get("meta") or {}
+                rows.append({"dir": d.name, "book": book, "page": lab["page"], "number": lab["number"],
+                             "verdict": lab["verdict"], "reason": lab["reason"], "old_note": lab.get("note"),
+                             "old_question_prefix": lab["question_prefix"], "old_part_prefix": lab.get("part_prefix"),
+                             "old_answer_prefix": lab.get("answer_prefix"), "question": item["question"],
+                             "answer": item["answer"], "answer_page": (meta.get("answer_source") or {}).get("page")})
+    return rows, stats
+
+
 def merge(inputs: list[dict], verdicts: list[dict], at: str) -> Counter:
     """Append each re-judged verdict to its label as a revision; returns old -> new verdict counts."""
     if len(inputs) != len(verdicts):
@@ -106,13 +137,15 @@ def main(argv: list[str] | None = None) -> None:
     f = sub.add_parser("find")
     f.add_argument("--runs", required=True, help="run prefix: <runs><file> is a book's uncurated run")
     f.add_argument("--out", type=Path, required=True)
+    f.add_argument("--context", action="store_true",
+                   help="instead: labels whose item the curated runs <runs>cur-<file> kept with its earlier parts (part_context)")
     m = sub.add_parser("merge")
     m.add_argument("--inputs", type=Path, required=True, help="the `find` output the re-judge worked from")
     m.add_argument("--verdicts", type=Path, required=True)
     m.add_argument("--at", required=True, help="what changed the text, and when (kept in each revision)")
     args = p.parse_args(argv)
     if args.cmd == "find":
-        rows, stats = find_stale(args.runs)
+        rows, stats = find_with_context(args.runs) if args.context else find_stale(args.runs)
         args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         print(dict(stats), file=sys.stderr)
     else:

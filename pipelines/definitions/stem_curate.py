@@ -3,7 +3,8 @@
 Input: a QA dataset as Parquet (e.g. a previous run's `data/` directory), or QA dumps as JSONL,
 which are imported, normalized and validated first (the qa-jsonl stages).
 Stages, cheap rules first and the embedding-bound taxonomy last:
-  cleanup -> split_parts -> question_type -> verifiable -> usability -> pii -> evergreen -> convert -> leakage -> taxonomy
+  cleanup -> split_parts -> question_type -> verifiable -> usability -> pii -> evergreen -> convert -> part_context
+  -> leakage -> taxonomy
 Each stage has `method: embedded` (default, no model) or `method: llm`; with `llm`, conversion runs
 `convert.runs` times (3) behind a consensus stage. `<stage>.enabled=false` leaves a stage out.
 `qa-jsonl`, `textbook-pdf` and `qa-markdown` append the same stages with `--set curate=true`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlclimb.stages.curate.cleanup import CleanupStage
+from rlclimb.stages.curate.context import PartContext
 from rlclimb.stages.curate.convert import ConvertStage, with_consensus
 from rlclimb.stages.curate.evergreen import EvergreenStage
 from rlclimb.stages.curate.leakage import LeakageStage
@@ -30,7 +32,7 @@ from ..stage import Stage
 from . import ConfigError, configure
 
 CURATE_STAGES = [CleanupStage, SplitParts, QuestionTypeStage, VerifiableStage, UsabilityStage, PIIStage, EvergreenStage, ConvertStage,
-                 LeakageStage, TaxonomyStage]
+                 PartContext, LeakageStage, TaxonomyStage]
 CURATE_NAMES = {cls.name for cls in CURATE_STAGES}
 
 

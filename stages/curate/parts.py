@@ -100,7 +100,7 @@ class Split:
     parts: list[tuple[str, str, str]] = field(default_factory=list)  # (letter, part question, its answer)
     lead: str = ""  # answer prose before the first label, shared by the parts
     refused: str = ""  # why question and answer labels do not line up ("" when they do, or are absent)
-    earlier: dict[str, list[str]] = field(default_factory=dict)  # letter -> measured givens only earlier parts state
+    context: dict[str, dict[str, str]] = field(default_factory=dict)  # letter -> {cue, label, earlier_parts}: see leans_on_earlier
 
 
 def split_exercise(question: str, answer: str) -> Split:
@@ -137,8 +137,13 @@ def split_exercise(question: str, answer: str) -> Split:
     for k, (parts[k], note, named) in _instructions(question, q_run, q_all).items():
         for j in named:  # "Pour b), c), d), calculez lim x(t)." set after a): the stem of b), c), d)
             stems[j] = f"{stem}\n{note}"
-    return Split([(k, f"{stems[k]}\n{text[k]} {parts[k]}".lstrip("\n"), answers[k].rstrip(".").strip())
-                  for k in sorted(answers)], lead=lead, earlier=_earlier_givens(stem, parts, letters, set(answers)))
+    out, context = [], {}
+    for k in sorted(answers):
+        out.append((k, f"{stems[k]}\n{text[k]} {parts[k]}".lstrip("\n"), answers[k].rstrip(".").strip()))
+        if cue := leans_on_earlier(stem, parts, letters, k):  # the part_context stage adds the earlier parts
+            context[k] = {"cue": cue, "label": text[k],
+                          "earlier_parts": "\n".join(f"{text[j]} {parts[j]}" for j in letters[: letters.index(k)])}
+    return Split(out, lead=lead, context=context)
 
 
 # a measured given: "12 V", "200 N/m", "3.0 × 10^6 N/C", "25 °C" (a number, a space, an SI unit; "5A" is a product);
@@ -146,19 +151,66 @@ def split_exercise(question: str, answer: str) -> Split:
 _MEASURED = re.compile(r"(?<![\w.^_{])\d+(?:\.\d+)?(?:\s*×\s*10\^\{?[−-]?\d+\}?)?(?:\s+(?:[kMGmμnpc]?(?:m|g|N|J|W|V|A|Ω|C|T|Hz|K|Pa|eV|L|F)"
                        r"|rad)(?:\s*/\s*[A-Za-z]+|\^\{?[−-]?\d\}?)*|\s*°C?)(?![A-Za-z])")
 
+# A part posed after others may lean on them: "(b) Solve that system.", "(c) If μ_s is less than this, ...",
+# "(b) Would this change if ...", "(b) Repeat the prior item, ...", "(d) What identity have you just proved?"
+_BACK_REFERENCE = re.compile(
+    r"\b(?:than|as|from|with|like|under|of)\s+(?:this|that|these|those)\s*[.,;?)]"
+    r"|\b(?:would|does|will|did|can|could|is|was|do)\s+(?:this|that|these|those|it)\s+(?:change|differ|depend|affect|happen|hold|matter|still|remain|work|mean|agree|be\s+(?:different|the\s+same|true))\b"
+    r"|^\s*(?:what|how)\s+(?:if|about)\b|\b(?:repeat|redo)\b|\bdo\s+the\s+same\b|\bthe\s+same\s+(?:\w+\s+)?as\s+(?:in|before|above|for)\b"
+    r"|\binstead\b|\bagain\b"
+    r"|\b(?:prior|previous|preceding|above|earlier|last)\s+(?:part|item|question|answer|result|fact|calculation|case|step)s?\b"
+    r"|\b(?:just|already)\s+(?:found|given|proved|proven|shown|computed|derived|obtained|calculated|described)\b",
+    re.I,
+)
+# "this/these/those" + a noun; "that" only where it cannot open a clause ("Solve that system", not "Show that an ...",
+# "a list that spans"); not a part's first word ("(b) This subset {...}": the part's own object)
+_DEMONSTRATIVE = re.compile(r"(?:(?<!^)\b(?:this|these|those)|(?:(?<=[.?!]\s)|\b(?:in|of|from|on|for|to|with|by|at|about|into|solve|use|plot|interpret|apply)\s+)that)"
+                            r"\s+(?:[a-z]+\s+)?(?P<noun>[a-z]{4,})\b", re.I)
+# capitals standing alone or in a short run: a set, a matrix, a point, a product "PSP" ("A" and "I" alone are words too;
+# "P_2", "M_{2×2}" and the number sets ("R^3") name spaces, not an exercise's objects)
+_NAMED_OBJECT = re.compile(r"(?<![\w\\^_{∈])[A-Z]{1,3}(?![\w'′(_])")
 
-def _earlier_givens(stem: str, parts: dict[str, str], letters: list[str], answered: set[str]) -> dict[str, list[str]]:
-    """Answered parts that state no measured given of their own while an earlier part states one the
-    stem lacks ("(a) The battery is 12 V. Find the current. (b) What is the resistance?"): the part
-    leans on data its own text does not carry."""
-    out: dict[str, list[str]] = {}
-    for i, k in enumerate(letters):
-        if k not in answered or _MEASURED.search(parts[k]):
-            continue
-        before = [m.group(0) for j in letters[:i] for m in _MEASURED.finditer(parts[j])]
-        if missing := [g for g in dict.fromkeys(before) if g not in stem]:
-            out[k] = missing[:3]
-    return out
+
+def _words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z]{4,}", text.casefold())}
+
+
+def leans_on_earlier(stem: str, parts: dict[str, str], letters: list[str], k: str) -> str | None:
+    """Why part `k` cannot stand without the parts before it (None when it can): it refers back
+    ("Solve that system." where "system" is an earlier part's word, not the stem's; "Would this
+    change ..."; "(a)" named), uses a symbol only earlier parts introduce ("T = PSP^{-1}" after
+    "(b) Let S = ..."), or states no measured given while an earlier part states one the stem lacks
+    ("(a) ... a 12 V battery ... (b) What is the resistance?")."""
+    i = letters.index(k)
+    if i == 0:
+        return None
+    own, before = parts[k], "\n".join(parts[j] for j in letters[:i])
+    if (m := _BACK_REFERENCE.search(own)) is not None:
+        return m.group(0).strip()
+    if any(re.search(rf"(?<![\w)\]])\({j}\)", own) for j in letters[:i]):
+        return "names an earlier part"
+    stem_words, before_words = _words(stem), _words(before)
+    for m in _DEMONSTRATIVE.finditer(own):
+        noun = m.group("noun").casefold().rstrip("s")
+        if noun in before_words and noun not in stem_words:
+            return m.group(0)
+    symbols = {c for c in _symbols(own) - _symbols(stem) if not _defines(own, c) and _defines(before, c)}
+    if shared := sorted(symbols):
+        return f"uses {', '.join(shared)} from an earlier part"
+    if not _MEASURED.search(own) and (givens := [g.group(0) for g in _MEASURED.finditer(before) if g.group(0) not in stem]):
+        return f"only an earlier part gives {', '.join(dict.fromkeys(givens[:3]))}"
+    return None
+
+
+def _defines(text: str, symbol: str) -> bool:
+    """"Let S = ...", "S = {...}", "T be the map ...", "call it D": the text introduces the symbol."""
+    return bool(re.search(rf"(?<![\w\\^_]){symbol}(?:\s*[=:]|\s+(?:be|denote|denotes)\b)|\b(?:let|call\s+\w+|called|denoted(?:\s+by)?)\s+{symbol}\b", text))
+
+
+def _symbols(text: str) -> set[str]:
+    # a capital opening a sentence is no symbol ("B. Find ...", "E. coli")
+    text = re.sub(r"(?:^|(?<=[.?!:]\s))[A-Z](?=[.\s])", " ", text)
+    return {c for run in _NAMED_OBJECT.findall(text) if run not in ("A", "I", "R", "N", "Z", "Q") for c in run}
 
 
 def _instructions(question: str, run: list[_Label], labels: list[_Label]) -> dict[str, tuple[str, str, list[str]]]:
@@ -193,7 +245,7 @@ class SplitPartsConfig(StageConfig):
 
 class SplitParts(Stage):
     name = "split_parts"
-    version = "4"  # v4: a part notes the measured givens only earlier parts state (meta earlier_givens) (earlier versions: DESIGN.md's rounds)
+    version = "5"  # v5: a part that leans on its earlier parts notes them (meta context) for part_context (earlier versions: DESIGN.md's rounds)
     kind = "expand"
     Config = SplitPartsConfig
     output_model = QAItem
@@ -212,8 +264,8 @@ class SplitParts(Stage):
             meta = {**json.loads(record.get("meta") or "{}"), "part": label, "parent_id": record["id"]}
             if split.lead:
                 meta["answer_lead"] = split.lead
-            if label in split.earlier:
-                meta["earlier_givens"] = split.earlier[label]
+            if label in split.context:  # the earlier parts it leans on, and why: part_context puts them in the question
+                meta["context"] = split.context[label]
             child["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
             if number:
                 child["source"] = {**record["source"], "number": f"{number}({label})"}

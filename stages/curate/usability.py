@@ -137,14 +137,6 @@ def trim_solution(record: Record) -> Record:
     return record
 
 
-def earlier_givens(meta: dict) -> Finding | None:
-    """A part that states no measured given while an earlier part does ("(a) ... a 12 V battery ...
-    (b) What is the resistance?"): the data it needs is in a part the item does not carry."""
-    if givens := meta.get("earlier_givens"):
-        return Finding("needs_context", f"only an earlier part gives {', '.join(givens)}", True)
-    return None
-
-
 def part_mismatch(question: str, answer: str, part: str | None) -> Finding | None:
     if _EMPTY_LAST_LABEL.search(question):  # "... M0\na) M1\nb) M2\nc)": each label printed after its text
         return Finding("part_mismatch", "the question ends with an empty part label: labels and parts are out of step", True)
@@ -946,7 +938,7 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     q, a = record.get("question") or "", (record.get("answer") or "").strip()
     meta = json.loads(record.get("meta") or "{}")
     number = str((record.get("source") or {}).get("number") or "") or None
-    out = [hint_answer(a), part_mismatch(q, a, meta.get("part")), earlier_givens(meta), next_exercise(a, number), elsewhere(q)]
+    out = [hint_answer(a), part_mismatch(q, a, meta.get("part")), next_exercise(a, number), elsewhere(q)]
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
         out += [other_quantity(q, a), restated_other(q, a), set_answer_mismatch(q, a), foreign_variable(q, a), wrong_kind(q, a),
                 other_dimension(q, a), open_ended(q, a), verification(q)]
@@ -986,7 +978,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "24"  # v24: a part leaning on an earlier part's given, "We need 3 ..." is reasoning, norms in a denominator are no damage (earlier versions: DESIGN.md's rounds)
+    version = "25"  # v25: no earlier_givens finding (part_context gives such a part its earlier parts) (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
