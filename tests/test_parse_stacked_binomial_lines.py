@@ -35,3 +35,22 @@ def test_a_display_binomial_still_reaches_its_rows(tmp_path):
     x = w.binomial(x, 100 + 2.6 * S, "5", "2")
     w.text(x + 2, 100 + 2.6 * S, " = 10.")
     assert parse_lines(w.save(tmp_path / "display.pdf")) == ["Then \\binom{n}{k} = 1.", "(b) \\binom{5}{2} = 10."]
+
+
+def test_runs_of_binomials_on_consecutive_lines_are_each_read(tmp_path):
+    # levin 1.3.9: "(a) (20 4)(16 4)(12 4)(8 4)(4 4)." over "(b) 5!(15 3)(12 3)(9 3)(6 3)(3 3)."; the
+    # second line's parentheses stand between the first line's, a line lower: a parenthesis that
+    # opens there is the next line's, not one inside this pair
+    w = Writer()
+    pitch = 1.7 * S
+    rows = (("(a) ", [("20", "4"), ("16", "4"), ("12", "4"), ("8", "4"), ("4", "4")]),
+            ("(b) 5!", [("15", "3"), ("12", "3"), ("9", "3"), ("6", "3"), ("3", "3")]))
+    for k, (head, pairs) in enumerate(rows):
+        y = 100 + k * pitch
+        x = w.text(72, y, head)
+        for top, bottom in pairs:
+            x = w.binomial(x, y, top, bottom)
+        w.text(x, y, ".")
+    lines = ["".join(line.split()) for line in parse_lines(w.save(tmp_path / "runs.pdf"))]  # (spacing aside)
+    assert lines == ["(a)\\binom{20}{4}\\binom{16}{4}\\binom{12}{4}\\binom{8}{4}\\binom{4}{4}.",
+                     "(b)5!\\binom{15}{3}\\binom{12}{3}\\binom{9}{3}\\binom{6}{3}\\binom{3}{3}."], lines

@@ -521,8 +521,8 @@ def _binomial(left: Glyph, near: list[Glyph], depth: float = 3.0) -> tuple[Glyph
     if not rights:
         return None
     right = min(rights, key=lambda g: g.x0)
-    if any(g.text == "(" and g.font == left.font and left.x1 <= g.x0 < right.x0 for g in near):
-        return None  # another big parenthesis opens inside: not one stack
+    if any(g.text == "(" and g.font == left.font and left.x1 <= g.x0 < right.x0 and abs(g.oy - left.oy) < depth * size for g in near):
+        return None  # another big parenthesis opens inside: not one stack (one on the line below is the next line's)
     # between the two, from the parentheses' top (their origin) down to their depth
     inside = [g for g in near if not g.blank and g is not left and g is not right
               and left.x1 - 0.1 * size <= g.mid <= right.x0 + 0.1 * size
