@@ -308,6 +308,8 @@ def test_evergreen_keeps_fixed_facts(question):
     ("Factor $x^2 - 9$, which equals $(x-3)(x+3)$.", "$(x-3)(x+3)$", "expression"),
     ("The speed of light is $3\\times10^8$ m/s. What is the speed of light in m/s?", "$3\\times10^8$", "numeric"),
     ("If the area is $A = 36$ square meters, what is $A$?", "36", "numeric"),
+    # a lettered name is no option list: "Set A \\binom{n}{2} is ..." states the answer
+    ("The count is A \\binom{10}{4}. What is the count?", "\\binom{10}{4}", "expression"),
 ])
 def test_leakage_found(question, answer, answer_type):
     out = run(LeakageStage(), qa(question, answer, answer_type=answer_type, question_type="open"))
@@ -322,6 +324,10 @@ def test_leakage_found(question, answer, answer_type):
     ("A rectangle has length 6 and width 6. What is its perimeter?", "24", "numeric"),
     ("If $x = 3$, what is $x^2 + 1$?", "10", "numeric"),
     ("What is the de Broglie wavelength for momentum $10^{-24}$ kg m/s? ($h = 6.63\\times10^{-34}$ J s)", "$6.63\\times10^{-10}$ m", "numeric"),
+    # levin: the options are listed after letters in the stem; the answer picks one
+    ("For each of the following counting problems, say whether the answer is A \\binom{10}{4} B P(10, 4) C Neither.\n"
+     "(b) If you have 10 bow ties, and you want to select 4 of them for next week, how many choices do you have?",
+     "\\binom{10}{4}", "expression"),
 ])
 def test_leakage_not_found(question, answer, answer_type):
     assert not isinstance(run(LeakageStage(), qa(question, answer, answer_type=answer_type, question_type="open")), Drop)

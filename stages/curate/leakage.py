@@ -6,6 +6,8 @@ Embedded checks, on the question stem (multiple-choice options legitimately cont
 - cue: the question says "the answer is X", "(Ans: X)", "= X ?" for the answer X;
 - symbolic: the question states `L = R` where R is equivalent to the answer (answer checker) and
   L is what the question asks for ("Given $x + y = 10$ ..., find $x + y$").
+An answer that is one of the lettered options the question lists ("say whether the answer is
+A \\binom{10}{4} B P(10, 4) C Neither") is a choice, not a giveaway.
 Questions that ask to choose between given values ("Which is larger, 2/3 or 3/5?"), and
 transformations whose result is by definition equivalent to the input (simplify, expand,
 factor, ...), are exempt from the symbolic check.
@@ -83,6 +85,19 @@ def _offered(question: str, answer: str) -> bool:
     return any(normalize_text_answer(m.group(1)) == normalize_text_answer(answer) for m in _OFFERED.finditer(question))
 
 
+def _listed_option(question: str, answer: str) -> bool:
+    """"Say whether the answer is A \\binom{10}{4} B P(10, 4) C Neither" answered "\\binom{10}{4}": the
+    answer is one of the options the question lists after a letter (A, then B, ...), which the
+    question offers to choose from, not a giveaway."""
+    a = re.escape(answer.strip())
+    for m in re.finditer(rf"(?:^|(?<=\s))\(?([A-E])[.)]?\s+{a}(?=\s+\(?([A-F])[.)]?\s|\s*$)", question):
+        letter = m.group(1)
+        following = m.group(2)
+        if following and ord(following) == ord(letter) + 1 or letter > "A" and re.search(rf"(?:^|\s)\(?{chr(ord(letter) - 1)}[.)]?\s", question[: m.start()]):
+            return True
+    return False
+
+
 def _all_zero(answer: str) -> bool:
     """A zero matrix or vector: the image of a zero input under any linear map ("Multiply the matrix by
     each vector: (c) (0, 0, 0)"), an outcome printed in the question by right, not given away."""
@@ -96,7 +111,8 @@ def leak(question: str, answer: str, answer_type: str | None, min_chars: int = 4
     """Why the answer is given away by the question, or None. `statement`: the answer is a statement
     or a verdict in words (tagged `statement_answer`), which restates the ask's terms by right."""
     ans = strip_math_delimiters(unbox(answer)).strip().rstrip(".")
-    if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans) or _all_zero(ans):
+    if not ans or answer_type in ("boolean", "choice", "proof") or _offered(question, ans) or _listed_option(question, ans) \
+            or _all_zero(ans):
         return None
     if _cue_pattern(ans).search(question):
         return "the question states the answer"
@@ -149,7 +165,7 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "5"
+    version = "6"  # v6: an answer that is one of the lettered options the question lists is no leak
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
