@@ -169,6 +169,9 @@ def test_a_part_that_leans_on_an_earlier_parts_given_gets_the_earlier_parts_back
     (["Find the flux through the other five faces.", "Would this change if it was not a cube?"], "Would this change"),
     (["Prove that a point through the origin is a subspace.", "What if it doesn't contain the origin?"], "What if"),
     (["Find the impulse.", "What is the average force of the impulse calculated in part (a)?"], "names an earlier part"),
+    (["How many ways can the 20 golfers be split into a first, second, ... fifth foursome?",
+      "You want each foursome to include one of the five CEOs. How many ways can you do this?"], "do this"),
+    (["Find the speed.", "In the frame of the muon, how far did it travel before decaying?"], None),
     # a symbol only an earlier part defines
     (["Find S = Rep_{D,D}(t) where D = ⟨1, 1 + x⟩.", "Find the matrix P such that T = PSP^{-1}."], "uses S from an earlier part"),
     # self-contained later parts: "that" opening a clause, a relative "that", the part's own object, a generic symbol

@@ -159,7 +159,8 @@ _BACK_REFERENCE = re.compile(
     r"|^\s*(?:what|how)\s+(?:if|about)\b|\b(?:repeat|redo)\b|\bdo\s+the\s+same\b|\bthe\s+same\s+(?:\w+\s+)?as\s+(?:in|before|above|for)\b"
     r"|\binstead\b|\bagain\b"
     r"|\b(?:prior|previous|preceding|above|earlier|last)\s+(?:part|item|question|answer|result|fact|calculation|case|step)s?\b"
-    r"|\b(?:just|already)\s+(?:found|given|proved|proven|shown|computed|derived|obtained|calculated|described)\b",
+    r"|\b(?:just|already)\s+(?:found|given|proved|proven|shown|computed|derived|obtained|calculated|described)\b"
+    r"|\b(?:do|done|doing)\s+(?:this|that)\b|\bdo\s+it\s*[.?,]",  # "How many ways can you do this?" (not "did it travel")
     re.I,
 )
 # "this/these/those" + a noun; "that" only where it cannot open a clause ("Solve that system", not "Show that an ...",
