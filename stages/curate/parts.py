@@ -15,7 +15,9 @@ parts in prose ("For (a), use induction") is left whole, and the question-type s
 `multi_part`. A split is refused, never shifted, when question and answer do not line up: an
 answer label the question lacks, an empty part on either side (a label set apart from its text),
 or a question run that jumps a letter (a, b, d: a label lost); such items are tagged
-`parts_unaligned`."""
+`parts_unaligned`. A part that leans on the parts before it (`leans_on_earlier`) notes them in its
+meta `context`; the `part_context` stage puts them into its question once the stages that judge
+the part's own text have run."""
 
 from __future__ import annotations
 
