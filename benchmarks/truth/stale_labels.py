@@ -40,34 +40,46 @@ def _flat(text: str | None) -> str:
     return "".join((text or "").split())
 
 
-def find_stale(runs: str) -> tuple[list[dict], Counter]:
-    rows, stats = [], Counter()
+def _labels() -> list[tuple[Path, str, list[dict]]]:
+    """(label directory, book, its labels) for every label set."""
+    out = []
     for d in sorted(LABEL_DIRS.glob("textbook_item_labels*")):
         by_book = defaultdict(list)
         for lab in curate_textbook.load_labels("all", root=d):
             by_book[lab["book"]].append(lab)
-        for book, labels in sorted(by_book.items()):
-            items = sample_heldout.answered_items(Path(f"{runs}{curate_textbook.BOOK_FILES[book]}"))
-            for lab in labels:
-                item = curate_textbook.find(lab, items)
-                if item is None:
-                    stats["not found"] += 1
-                    continue
-                if curate_textbook.judged(lab, item).get("revised"):
-                    stats["a revision applies"] += 1
-                    continue
-                q, a = _flat(item["question"]), _flat(item["answer"])
-                same = q.startswith(_flat(lab["question_prefix"])) and a.startswith(_flat(lab.get("answer_prefix"))) \
-                    and _flat(lab.get("part_prefix")) in q
-                if same:
-                    stats["same text"] += 1
-                    continue
-                stats["stale"] += 1
-                rows.append({"dir": d.name, "book": book, "page": lab["page"], "number": lab["number"],
-                             "verdict": lab["verdict"], "reason": lab["reason"], "old_note": lab.get("note"),
-                             "old_question_prefix": lab["question_prefix"], "old_part_prefix": lab.get("part_prefix"),
-                             "old_answer_prefix": lab.get("answer_prefix"), "question": item["question"],
-                             "answer": item["answer"], "answer_page": item["answer_page"]})
+        out += [(d, book, labels) for book, labels in sorted(by_book.items())]
+    return out
+
+
+def _row(d: Path, book: str, lab: dict, item: dict, answer_page: int | None) -> dict:
+    """What a re-judge sees: the label's keys, old verdict and note, and the item's text now."""
+    return {"dir": d.name, "book": book, "page": lab["page"], "number": lab["number"],
+            "verdict": lab["verdict"], "reason": lab["reason"], "old_note": lab.get("note"),
+            "old_question_prefix": lab["question_prefix"], "old_part_prefix": lab.get("part_prefix"),
+            "old_answer_prefix": lab.get("answer_prefix"), "question": item["question"],
+            "answer": item["answer"], "answer_page": answer_page}
+
+
+def find_stale(runs: str) -> tuple[list[dict], Counter]:
+    rows, stats = [], Counter()
+    for d, book, labels in _labels():
+        items = sample_heldout.answered_items(Path(f"{runs}{curate_textbook.BOOK_FILES[book]}"))
+        for lab in labels:
+            item = curate_textbook.find(lab, items)
+            if item is None:
+                stats["not found"] += 1
+                continue
+            if curate_textbook.judged(lab, item).get("revised"):
+                stats["a revision applies"] += 1
+                continue
+            q, a = _flat(item["question"]), _flat(item["answer"])
+            same = q.startswith(_flat(lab["question_prefix"])) and a.startswith(_flat(lab.get("answer_prefix"))) \
+                and _flat(lab.get("part_prefix")) in q
+            if same:
+                stats["same text"] += 1
+                continue
+            stats["stale"] += 1
+            rows.append(_row(d, book, lab, item, item["answer_page"]))
     return rows, stats
 
 
@@ -75,27 +87,19 @@ def find_with_context(runs: str) -> tuple[list[dict], Counter]:
     """Labels whose item a CURATED run (`<runs>cur-<file>`) kept with part_context's earlier parts in
     its question, and no revision judged that text: the verdict was for the part alone."""
     rows, stats = [], Counter()
-    for d in sorted(LABEL_DIRS.glob("textbook_item_labels*")):
-        by_book = defaultdict(list)
-        for lab in curate_textbook.load_labels("all", root=d):
-            by_book[lab["book"]].append(lab)
-        for book, labels in sorted(by_book.items()):
-            kept, _ = curate_textbook.read_run(Path(f"{runs}cur-{curate_textbook.BOOK_FILES[book]}"))
-            for lab in labels:
-                item = curate_textbook.find(lab, kept)
-                if item is None or curate_textbook.own_question(item) == item["question"]:
-                    continue
-                full = _flat(item["question"])
-                if any(_flat(v["question_text"]) == full for v in lab.get("revisions") or ()):
-                    stats["a revision applies"] += 1
-                    continue
-                stats["with context"] += 1
-                meta = json.loads(item["meta"]) if isinstance(item.get("meta"), str) else item.get("meta") or {}
-                rows.append({"dir": d.name, "book": book, "page": lab["page"], "number": lab["number"],
-                             "verdict": lab["verdict"], "reason": lab["reason"], "old_note": lab.get("note"),
-                             "old_question_prefix": lab["question_prefix"], "old_part_prefix": lab.get("part_prefix"),
-                             "old_answer_prefix": lab.get("answer_prefix"), "question": item["question"],
-                             "answer": item["answer"], "answer_page": (meta.get("answer_source") or {}).get("page")})
+    for d, book, labels in _labels():
+        kept, _ = curate_textbook.read_run(Path(f"{runs}cur-{curate_textbook.BOOK_FILES[book]}"))
+        for lab in labels:
+            item = curate_textbook.find(lab, kept)
+            if item is None or curate_textbook.own_question(item) == item["question"]:
+                continue
+            full = _flat(item["question"])
+            if any(_flat(v["question_text"]) == full for v in lab.get("revisions") or ()):
+                stats["a revision applies"] += 1
+                continue
+            stats["with context"] += 1
+            meta = json.loads(item["meta"]) if isinstance(item.get("meta"), str) else item.get("meta") or {}
+            rows.append(_row(d, book, lab, item, (meta.get("answer_source") or {}).get("page")))
     return rows, stats
 
 

@@ -93,7 +93,8 @@ def _listed_option(question: str, answer: str) -> bool:
     for m in re.finditer(rf"(?:^|(?<=\s))\(?([A-E])[.)]?\s+{a}(?=\s+\(?([A-F])[.)]?\s|\s*$)", question):
         letter = m.group(1)
         following = m.group(2)
-        if following and ord(following) == ord(letter) + 1 or letter > "A" and re.search(rf"(?:^|\s)\(?{chr(ord(letter) - 1)}[.)]?\s", question[: m.start()]):
+        if (following and ord(following) == ord(letter) + 1) \
+                or (letter > "A" and re.search(rf"(?:^|\s)\(?{chr(ord(letter) - 1)}[.)]?\s", question[: m.start()])):
             return True
     return False
 
