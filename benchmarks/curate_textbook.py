@@ -57,6 +57,9 @@ round changed curation; measured once, on that round's starting code, before any
 `heldout14` (seed 2045, 198ae12's uncurated output, none matching a heldout13 or earlier label): 20 items per
 book of hefferon, levin and ostp, labeled blind the same way before the fifteenth round changed curation;
 measured on that round's starting code (totals only) and on its final code.
+`heldout15` (seed 2046, 8a56815's uncurated output, none matching a heldout14 or earlier label): 20 items per
+book of hefferon, levin and ostp, labeled blind the same way before the sixteenth round changed anything;
+measured on that round's starting code (totals only) and on its final code.
 """
 
 from __future__ import annotations
