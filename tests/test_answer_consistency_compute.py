@@ -74,6 +74,9 @@ EXPAND = "Expand the following sums and products. That is, write them out the lo
     ("Multiply the following matrices\nd) \\begin{pmatrix} −2 & −2 \\\\ 5 & 3 \\\\ 2 & 1 \\end{pmatrix} \\begin{pmatrix} 0 & 3 \\\\ 1 & 3 \\end{pmatrix}",
      "\\begin{pmatrix} −2 & −12 \\\\ 3 & 24 \\\\ 1 & 9 \\end{pmatrix}", AGREE),
     ("Evaluate the determinant of each.\n(c) \\begin{pmatrix} 4 & 0 & 1 \\\\ 0 & 0 & 1 \\\\ 1 & 3 & −1 \\end{pmatrix}", "−12", AGREE),
+    # a part that is a determinant (bars: `vmatrix`) asks for its value, whatever the stem says
+    ("Find each.\n(b) \\begin{vmatrix} 1 & 2 \\\\ 3 & 4 \\end{vmatrix}", "−2", AGREE),
+    ("Find each.\n(b) \\begin{vmatrix} 1 & 2 \\\\ 3 & 4 \\end{vmatrix}", "2", WRONG),
     ("Calculate the determinant of the matrix A = \\begin{pmatrix} a & a & a & a \\\\ a & b & b & b \\\\ a & b & c & c \\\\ a & b & c & d "
      "\\end{pmatrix}. (The easiest method is to start with some carefully chosen row operations as in Method 12.9.)",
      "a(b −a)(c −b)(d −c)", AGREE),

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from .parse_math import join_row
-from .parse_matrix import rebuild_matrices
+from .parse_matrix import bar_fences, rebuild_matrices
 
 try:  # MuPDF's own JSON printer (PyMuPDF >= 1.23)
     from pymupdf import mupdf as _mupdf
@@ -153,7 +153,7 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
                     "block": row[0][7], "line": None})
     if gutter is not None:
         out = _column_order(out, gutter)
-    return _grid_order(rebuild_matrices(out)), "\n".join(raw)
+    return _grid_order(rebuild_matrices(out, bar_fences(blocks))), "\n".join(raw)
 
 
 # an enumeration label alone: "a)", "(b)", "(iv)", "3." -- the cells of a part grid start with one

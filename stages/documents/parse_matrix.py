@@ -6,18 +6,71 @@ around them; read as text it flattens into "2 0 0 0 3 2 0 0 ..." and nobody can 
 from its columns again (curation drops such items as `flattened_layout`). Here the rows are
 still separate lines with boxes, so they are easy to keep apart. Rows must hold the same number
 of entries (numbers, or single letters with an optional index: `a`, `x1`); a stack of single
-entries (a column vector) must be numeric. Brackets cannot be told from determinant bars once
-the glyphs are gone, so every matrix is written as `pmatrix`."""
+entries (a column vector) must be numeric. Once cleaning has removed the delimiter glyphs, a
+matrix is a `pmatrix`, unless a tall vertical bar stands on each side of its rows: a determinant
+(`vmatrix`; `Vmatrix` for double bars). TeX stacks such a bar from its extension font's bar
+piece (no top or bottom piece), so the text layer has it as a fragment of its own whose text is
+that piece's code repeated ("\x0c\x0c\x0c\x0c" in cmex), as tall as the rows it fences:
+`bar_fences` finds those before cleaning strips them (a `\big|` no taller than a row of text is
+`parse_pieces.vertical_bars`' and already reads as "|")."""
 
 from __future__ import annotations
 
 import re
 
-_ENTRY = r"[−-]?(?:\d+(?:[./]\d+)?|\d*[a-zA-Z]\d{0,2})"
+from .parse_extension import PIECES
+from .parse_glyph_pool import document_fonts
+
+# an entry: a number, a fraction, or a letter with an optional index ("a", "x1", "x_1", "h_{2,3}")
+_ENTRY = r"[−-]?(?:\d+(?:[./]\d+)?|\d*[a-zA-Z](?:\d{0,2}|_\d{1,2}|_\{\d{1,2}(?:,\d{1,2})?\}))"
 _ROW = re.compile(rf"^{_ENTRY}(?: {_ENTRY})*$")
 _NUMERIC = re.compile(r"^[−-]?\d+(?:[./]\d+)?(?: [−-]?\d+(?:[./]\d+)?)*$")
 # The label beside a matrix ("A =") sits at the height of a row and may be joined to it.
 _LABELLED = re.compile(rf"^(.{{0,40}}?=) ({_ENTRY}(?: {_ENTRY})*)$")
+
+
+Fence = tuple[float, float, float, str]  # a tall bar: its x, its top and bottom, "|" or "‖"
+_ENVIRONMENT = {"|": "vmatrix", "‖": "Vmatrix"}
+
+
+def bar_fences(blocks: list[dict]) -> list[Fence]:
+    """The tall vertical bars of a page's text blocks (stext lines, before cleaning): a fragment
+    that starts with two or more bar pieces of an extension font (MuPDF may run the text after
+    a right bar on into its fragment: "\x0c\x0c\x0c\x0c = −2"), at least 1.5 of its size tall."""
+    codes = document_fonts().piece_codes
+    if not codes:
+        return []
+    out = []
+    for block in blocks:
+        for ln in block["lines"]:
+            text, font = ln["text"], ln["font"]
+            if len(text) < 2 or text[0] != text[1]:
+                continue
+            table = codes.get(font.get("name", "").split("+", 1)[-1], ())
+            part = table.get(text[0]) if table else PIECES.get(text[0])
+            bb, size = ln["bbox"], font["size"]
+            if part is not None and part[0] in _ENVIRONMENT and bb["h"] >= 1.5 * size:
+                out.append((bb["x"], bb["y"], bb["y"] + bb["h"], part[0]))
+    return out
+
+
+def _fenced(rows: list[dict], fences: list[Fence]) -> str:
+    """The environment for a matrix of these rows: `vmatrix` when a bar stands just left of its
+    first column and one just right of its last, both reaching over its top and bottom rows."""
+    if not fences:
+        return "pmatrix"
+    x0, x1 = min(r["x0"] for r in rows), max(r["x1"] for r in rows)
+    top, bottom = (rows[0]["y0"] + rows[0]["y1"]) / 2, (rows[-1]["y0"] + rows[-1]["y1"]) / 2
+    size = max(rows[0]["size"], 4.0)
+    sides = {}
+    for x, y0, y1, symbol in fences:
+        if y0 <= top and y1 >= bottom:
+            if x0 - 1.5 * size <= x <= x0:
+                sides.setdefault("left", symbol)
+            elif x1 <= x <= x1 + 1.5 * size:
+                sides.setdefault("right", symbol)
+    left, right = sides.get("left"), sides.get("right")
+    return _ENVIRONMENT[left] if left is not None and left == right else "pmatrix"
 
 
 def _row(text: str, width: int | None) -> tuple[str, str] | None:
@@ -48,10 +101,11 @@ def _stacked(first: dict, prev: dict, cur: dict) -> bool:
     )
 
 
-def _matrix(rows: list[dict], parts: list[tuple[str, str]]) -> dict:
+def _matrix(rows: list[dict], parts: list[tuple[str, str]], fences: list[Fence]) -> dict:
     labels = [label for label, _ in parts if label]
     body = r" \\ ".join(" & ".join(entries.split()) for _, entries in parts)
-    text = rf"\begin{{pmatrix}} {body} \end{{pmatrix}}"
+    env = _fenced(rows, fences)
+    text = rf"\begin{{{env}}} {body} \end{{{env}}}"
     return {
         **rows[0],
         "text": f"{labels[0]} {text}" if labels else text,
@@ -61,8 +115,9 @@ def _matrix(rows: list[dict], parts: list[tuple[str, str]]) -> dict:
     }
 
 
-def rebuild_matrices(lines: list[dict]) -> list[dict]:
-    """Lines in reading order -> the same lines with each stack of matrix rows merged into one."""
+def rebuild_matrices(lines: list[dict], fences: list[Fence] = ()) -> list[dict]:
+    """Lines in reading order -> the same lines with each stack of matrix rows merged into one
+    (`fences`: the page's tall bars, `bar_fences`)."""
     out: list[dict] = []
     i, n = 0, len(lines)
     while i < n:
@@ -81,7 +136,7 @@ def rebuild_matrices(lines: list[dict]) -> list[dict]:
                 parts.append(part)
                 j += 1
             if len(parts) >= 2 and (width > 1 or all(_NUMERIC.match(e) for _, e in parts)):
-                out.append(_matrix(lines[i:j], parts))
+                out.append(_matrix(lines[i:j], parts, fences))
                 i = j
                 continue
         out.append(first)

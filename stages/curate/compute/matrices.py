@@ -116,7 +116,9 @@ def matrix(question: str, answer: str) -> Computed | None:
     stem, item = _split(question)
     parted = stem != question.strip()
     single = _PMATRIX.fullmatch(item.strip().rstrip(".").strip()) if parted else None
-    if parted and single and re.match(r"^\s*(?:evaluate|find|compute)\s+the\s+determinant\s+of\s+each\b", stem, re.I):
+    # (a part that is a determinant, `vmatrix`, asks for its value whatever the stem's words)
+    if parted and single and (re.match(r"^\s*(?:evaluate|find|compute)\s+the\s+determinant\s+of\s+each\b", stem, re.I)
+                              or single.group(0).startswith("\\begin{vmatrix}")):
         a, got = _matrix(single.group(1)), _value(answer)
         if a is None or got is None or a.rows != a.cols:
             return None
