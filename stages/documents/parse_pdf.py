@@ -29,6 +29,7 @@ from rlclimb.pipelines.stage import Drop, Record, Stage, StageConfig, StageConte
 
 from .parse_accents import attach_marks, rebuild_accents
 from .parse_delimited import rebuild_delimited
+from .parse_digit_groups import join_digit_groups
 from .parse_extension import with_extension
 from .parse_glyph_pool import ExtensionFonts, reading
 from .parse_glyphs import document_fonts, font_tables
@@ -184,6 +185,7 @@ class ParsePdf(Stage):
                 if wants_spans(blocks, pattern):  # scripts or glyphs to rename: the span-level pass (slower, so only here)
                     rebuild_lines(blocks, extraction.extractDICT()["blocks"], glyphs)
                 attach_marks(blocks)  # accent marks the glyph pass could not place (they end the line before)
+                join_digit_groups(extraction, blocks)  # "25 857" set with a thin space: pages with such a pattern
                 lines, raw = page_lines(blocks, rect.width)
             # suspects are looked for in the page's visual lines (first and last line are where page
             # numbers sit), behind one C-level pre-check that nearly every clean page fails
