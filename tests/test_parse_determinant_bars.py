@@ -64,3 +64,31 @@ def test_rows_with_a_bar_on_one_side_or_none_stay_a_pmatrix(tmp_path):
     for body in (r"1 & 2 \\ 3 & 4", r"5 & 6 \\ 7 & 8", r"1 & 0 \\ 0 & 1"):
         assert rf"\begin{{pmatrix}} {body} \end{{pmatrix}}" in text, text
     assert "vmatrix" not in text, text
+
+
+def _cell_rows(w: Writer, x: float, y: float, rows: list[list[str]]) -> float:
+    """Rows of cells, each cell a text run of its own, columns 1.2 em apart (as TeX sets an array)."""
+    widths = [max(w.width(row[c]) for row in rows) for c in range(len(rows[0]))]
+    end = x
+    for k, row in enumerate(rows):
+        cx = x
+        for c, cell in enumerate(row):
+            w.text(cx + widths[c] - w.width(cell), y + k * PITCH, cell)  # right-aligned, as numbers are
+            cx += widths[c] + 1.2 * S
+        end = cx - 1.2 * S
+    return end
+
+
+def test_cells_that_are_expressions_are_one_entry_each(tmp_path):
+    """A characteristic matrix: "10 − x" is one entry, not two (hefferon's answers)."""
+    EXT.setdefault(12, ("vextendsingle", 333, 0, 600))
+    w = Writer()
+    x = w.text(72, 100, "This 0 = ")
+    x = _fence(w, x + 2, 100, 2) + 2
+    x = _cell_rows(w, x, 100, [["10 − x", "−9"], ["4", "−2 − x"]]) + 2
+    x = _fence(w, x, 100, 2)
+    w.text(x + 3, 100 + PITCH / 2, "= (10 − x)(−2 − x) − (−36)")
+    _cell_rows(w, 72, 200, [["1", "2"], ["3", "4"]])  # plain entries: as before
+    text = "\n".join(parse_lines(w.save(tmp_path / "cells.pdf")))
+    assert r"\begin{vmatrix} 10 − x & −9 \\ 4 & −2 − x \end{vmatrix}" in text, text
+    assert r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}" in text, text

@@ -114,7 +114,8 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
             order.append(group[-1])
     order = _hang_labels(_split_at_labels(order))
     raw: list[str] = []
-    for row in order:
+    celled: set[int] = set()  # rows whose fragments may be a matrix's cells (`_cells`)
+    for k, row in enumerate(order):
         if len(row) == 1:
             raw.append(row[0][4])
             continue
@@ -122,6 +123,8 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
         if min(f[5] for f in row) < 0.9 * max(f[5] for f in row) and (pieces := join_row(row)) is not None:
             raw.append("".join(pieces))  # a script or small fraction set as its own fragment
             continue
+        if len(row) <= 12:
+            celled.add(k)
         parts = [row[0][4]]
         for prev, cur in zip(row, row[1:], strict=False):
             parts.append(" " if cur[0] - prev[2] > 0.1 * max(cur[5], 1.0) else "")
@@ -132,7 +135,7 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
     if len(cleaned) != len(raw):  # a line separator inside a fragment: clean line by line
         cleaned = [clean_text(t) for t in raw]
     out: list[dict] = []
-    for row, text in zip(order, cleaned, strict=True):
+    for k, (row, text) in enumerate(zip(order, cleaned, strict=True)):
         text = text.strip()
         if not text:
             continue
@@ -151,9 +154,28 @@ def page_lines(blocks: list[dict], width: float) -> tuple[list[dict], str]:
                 size, longest = f[5], len(f[4])
         out.append({"text": text, "x0": x0, "y0": y0, "x1": x1, "y1": y1, "size": size, "bold": row[0][6],
                     "block": row[0][7], "line": None})
+        if k in celled and len(text) <= 80:
+            out[-1]["cells"] = _cells(row)
     if gutter is not None:
         out = _column_order(out, gutter)
     return _grid_order(rebuild_matrices(out, bar_fences(blocks))), "\n".join(raw)
+
+
+def _cells(row: list[tuple]) -> list[str]:
+    """A row's fragments (in x order) as the cells a matrix pass may read them as: TeX sets each
+    cell of an array as a run of its own, a column gap (about an em) from the next; fragments
+    closer than half an em are one cell."""
+    cells, last = [], None
+    for f in row:
+        text = clean_text(f[4])
+        if not text:
+            continue
+        if last is not None and f[0] - last[2] < 0.5 * max(f[5], 1.0):
+            cells[-1] += (" " if f[0] - last[2] > 0.1 * max(f[5], 1.0) else "") + text
+        else:
+            cells.append(text)
+        last = f
+    return cells
 
 
 # an enumeration label alone: "a)", "(b)", "(iv)", "3." -- the cells of a part grid start with one

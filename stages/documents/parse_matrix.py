@@ -25,6 +25,9 @@ from .parse_glyph_pool import document_fonts
 _ENTRY = r"[−-]?(?:\d+(?:[./]\d+)?|\d*[a-zA-Z](?:\d{0,2}|_\d{1,2}|_\{\d{1,2}(?:,\d{1,2})?\}))"
 _ROW = re.compile(rf"^{_ENTRY}(?: {_ENTRY})*$")
 _NUMERIC = re.compile(r"^[−-]?\d+(?:[./]\d+)?(?: [−-]?\d+(?:[./]\d+)?)*$")
+_ENTRY_ONLY = re.compile(rf"^{_ENTRY}$")
+# a cell: entries joined by + and − ("10 −x", "−2 −x", "y + z")
+_CELL = re.compile(rf"^{_ENTRY}(?:\s*[+−-]\s*{_ENTRY.replace('[−-]?', '', 1)})*$")
 # The label beside a matrix ("A =") sits at the height of a row and may be joined to it.
 _LABELLED = re.compile(rf"^(.{{0,40}}?=) ({_ENTRY}(?: {_ENTRY})*)$")
 
@@ -73,8 +76,17 @@ def _fenced(rows: list[dict], fences: list[Fence]) -> str:
     return _ENVIRONMENT[left] if left is not None and left == right else "pmatrix"
 
 
-def _row(text: str, width: int | None) -> tuple[str, str] | None:
-    """(label, row entries) when `text` is a matrix row (optionally after "A ="), else None."""
+def _row(line: dict, width: int | None) -> tuple[str, list[str]] | None:
+    """(label, row entries) when `line` is a matrix row (optionally after "A ="), else None. An
+    entry is a number or an indexed letter; where the text layer set the row's cells apart (its
+    `cells`: TeX sets each cell of an array as a run of its own, a column gap apart), a cell may
+    be a short expression of them ("10 −x", "y + z": a characteristic matrix's entries)."""
+    text, cells = line["text"], line.get("cells")
+    if cells and len(cells) >= 2:
+        label = cells[0] if cells[0].endswith("=") and len(cells[0]) <= 40 else ""
+        entries = cells[1:] if label else cells
+        if entries and all(_CELL.match(c) for c in entries) and any(" " in c or not _ENTRY_ONLY.match(c) for c in entries):
+            return (label, entries) if width is None or len(entries) == width else None
     if _ROW.match(text):
         label, entries = "", text
     elif "=" in text and (m := _LABELLED.match(text)) is not None:
@@ -83,7 +95,7 @@ def _row(text: str, width: int | None) -> tuple[str, str] | None:
         return None
     if width is not None and entries.count(" ") + 1 != width:
         return None
-    return label, entries
+    return label, entries.split()
 
 
 def _stacked(first: dict, prev: dict, cur: dict) -> bool:
@@ -101,9 +113,9 @@ def _stacked(first: dict, prev: dict, cur: dict) -> bool:
     )
 
 
-def _matrix(rows: list[dict], parts: list[tuple[str, str]], fences: list[Fence]) -> dict:
+def _matrix(rows: list[dict], parts: list[tuple[str, list[str]]], fences: list[Fence]) -> dict:
     labels = [label for label, _ in parts if label]
-    body = r" \\ ".join(" & ".join(entries.split()) for _, entries in parts)
+    body = r" \\ ".join(" & ".join(entries) for _, entries in parts)
     env = _fenced(rows, fences)
     text = rf"\begin{{{env}}} {body} \end{{{env}}}"
     return {
@@ -125,17 +137,17 @@ def rebuild_matrices(lines: list[dict], fences: list[Fence] = ()) -> list[dict]:
         text = first["text"]
         # cheap test first (this runs on every line of every page): rows end in a short entry
         short_tail = len(text) <= 6 or text.rfind(" ") >= len(text) - 7
-        head = _row(text, None) if short_tail and text[-1:].isalnum() else None
+        head = _row(first, None) if short_tail and text[-1:].isalnum() else None
         if head is not None:
-            width = head[1].count(" ") + 1
+            width = len(head[1])
             parts, j = [head], i + 1
             while j < n and _stacked(first, lines[j - 1], lines[j]):
-                part = _row(lines[j]["text"], width)
+                part = _row(lines[j], width)
                 if part is None or (part[0] and any(label for label, _ in parts)):
                     break
                 parts.append(part)
                 j += 1
-            if len(parts) >= 2 and (width > 1 or all(_NUMERIC.match(e) for _, e in parts)):
+            if len(parts) >= 2 and (width > 1 or all(_NUMERIC.match(" ".join(e)) for _, e in parts)):
                 out.append(_matrix(lines[i:j], parts, fences))
                 i = j
                 continue
