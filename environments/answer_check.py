@@ -173,7 +173,10 @@ _LABELLED = re.compile(r"[\(\[]?([A-Za-z])[\)\]:.]\s+\S")  # "B) 4", "(B) 4", "B
 _TRUE = {"true", "t", "yes", "y", "correct", "right", "valid", "holds"}
 # hedge words that may open a verdict ("Clearly, yes"); verifiable reads verdicts with the same hedge
 HEDGE = r"(?:(?:technically|clearly|certainly|of\s+course|obviously|strictly\s+speaking)\s*,?\s*)?"
-_BOOLEAN_LEAD = re.compile(r"^\W*" + HEDGE + r"(yes|true|no|false)\b(?:\s*[,;:.!\u2014-]|\s+(?:because|since|as|it|the|this|that)\b)", re.I)
+# "Yes, because ...", "No - sound needs a medium.", "True by Lemma 4.8.", "False for instance ...": a
+# verdict, then its reason
+_BOOLEAN_LEAD = re.compile(r"^\W*" + HEDGE + r"(yes|true|no|false)\b(?:\s*[,;:.!\u2014-]|\s+(?:because|since|as|it|the|this|that"
+                           r"|by\s+(?:lemma|theorem|corollary|proposition|definition)|for\s+(?:instance|example))\b)", re.I)
 _FALSE = {"false", "f", "no", "n", "incorrect", "wrong", "invalid", "does not hold"}
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from rlclimb.environments.answer_check import boolean_value
+
 from rlclimb.pipelines.stage import Drop, StageContext
 from rlclimb.stages.curate.verifiable import VerifiableStage
 from rlclimb.stages.curate.worked import worked_final
@@ -195,6 +197,20 @@ def test_a_statement_asked_with_is_it_true_keeps_the_statement_and_its_verdict_f
     for answer in ("This is false.", "Suppose n = −3. Then n is odd, hence the claim fails. This is false."):
         out = VerifiableStage().embedded({"question": q, "answer": answer, "question_type": "true_false", "tags": []}, CTX)
         assert isinstance(out, Drop) and out.reason == "no_boolean_answer"
+
+
+@pytest.mark.parametrize("answer,value", [
+    ("True by Lemma 4.8.", "True"),
+    ("False for instance, multiplying an isomorphism by 2 gives another one.", "False"),
+])
+def test_a_true_false_verdict_then_its_reason_is_the_answer(answer, value):
+    q = "True or false: between any n-dimensional space and R^n there is exactly one isomorphism."
+    out = VerifiableStage().embedded({"question": q, "answer": answer, "question_type": "true_false", "tags": []}, CTX)
+    assert not isinstance(out, Drop), out
+    assert boolean_value(out["answer"]) is (value == "True")
+    # a verdict word that opens a sentence about something else is none ("True love ...")
+    out = VerifiableStage().embedded({"question": q, "answer": "Truly a hard one: the map is not unique.", "question_type": "true_false", "tags": []}, CTX)
+    assert isinstance(out, Drop) and out.reason == "no_boolean_answer"
 
 
 def test_a_formula_asked_with_derive_and_answered_with_the_bare_formula_is_kept():
