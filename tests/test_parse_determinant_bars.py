@@ -23,14 +23,14 @@ def _rows(w: Writer, x: float, y: float, rows: list[str]) -> float:
     return max(w.text(x, y + k * PITCH, row) for k, row in enumerate(rows))
 
 
-def _fence(w: Writer, x: float, y: float, rows: int) -> float:
+def _fence(w: Writer, x: float, y: float, rows: int, code: int = 12) -> float:
     """A bar from above the first row (baseline y) to under the last, of whole pieces."""
     pieces = round((rows * PITCH + 0.4 * S) / (PIECE * S))
     middle = y - AXIS * S + (rows - 1) * PITCH / 2
     top = middle - pieces * PIECE * S / 2
     for k in range(pieces):
-        w.ext(x, top + k * PIECE * S, 12)
-    return x + EXT[12][1] / 1000 * S
+        w.ext(x, top + k * PIECE * S, code)
+    return x + EXT[code][1] / 1000 * S
 
 
 def _determinant(w: Writer, x: float, y: float, rows: list[str], left: bool = True, right: bool = True) -> float:
@@ -92,3 +92,15 @@ def test_cells_that_are_expressions_are_one_entry_each(tmp_path):
     text = "\n".join(parse_lines(w.save(tmp_path / "cells.pdf")))
     assert r"\begin{vmatrix} 10 − x & −9 \\ 4 & −2 − x \end{vmatrix}" in text, text
     assert r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}" in text, text
+
+
+def test_a_determinant_in_a_tx_font_whose_bar_piece_is_called_barex(tmp_path):
+    """The tx/px fonts (lebl's `txexs`) name the bar piece `barex`, not cmex's `vextendsingle`."""
+    EXT.setdefault(20, ("barex", 333, 0, 600))
+    w = Writer()
+    x = w.text(72, 100, "A common notation for the determinant: ")
+    x = _fence(w, x + 2, 100, 2, code=20) + 2
+    x = _cell_rows(w, x, 100, [["a", "b"], ["c", "d"]]) + 2
+    _fence(w, x, 100, 2, code=20)
+    text = "\n".join(parse_lines(w.save(tmp_path / "barex.pdf")))
+    assert r"\begin{vmatrix} a & b \\ c & d \end{vmatrix}" in text, text

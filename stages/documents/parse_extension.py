@@ -73,7 +73,8 @@ _PIECE_SYMBOL = {("paren", "left"): "(", ("paren", "right"): ")", ("bracket", "l
 
 # a vertical bar taller than the text's (`\\big|`, a set-builder's `\\bigm|`) is only extension
 # pieces, one under the other (`parse_pieces.vertical_bars`)
-_BAR_PIECES = {"vextendsingle": "|", "vextenddouble": "‖"}
+# (cmex's names; the tx/px fonts', lebl's `txexs`, call them `barex`, `bardblex`)
+_BAR_PIECES = {"vextendsingle": "|", "vextenddouble": "‖", "barex": "|", "bardblex": "‖"}
 
 
 def piece_part(name: str) -> tuple[str, str] | None:
