@@ -3,7 +3,8 @@ answers print "s = 25 857, a = 30 596" (TeX's `\\,`, a 1/6 em kern the text laye
 space), so the values read as two numbers side by side and curation dropped the items as layout
 damage. A space narrower than 0.2 em between a 1-3 digit group and groups of 3 is a separator;
 a word space between numbers ("pages 12 345") and a thin space elsewhere (a decimal's digits,
-"x 2") stay as they were. The truth is what the generator drew."""
+"x 2") stay as they were, and so does a grouping the page also prints with a word space (the
+glyph passes move text between lines, so the page is asked, not the line). The truth is what the generator drew."""
 
 from __future__ import annotations
 
@@ -40,3 +41,14 @@ def test_thin_spaced_digit_groups_are_one_number(tmp_path):
     assert lines[1] == "c = 299792458 m/s", lines
     assert lines[2] == "Read pages 12 345 and 7 100 again.", lines
     assert lines[3] == "π = 3.141 592", lines
+
+
+def test_a_grouping_the_page_also_prints_with_a_word_space_is_left_alone(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_font(fontname="F0", fontbuffer=FONT.buffer)
+    _grouped(page, 72, 100, ["s = 25", "857"], 1 / 6)
+    page.insert_text((72, 130), "Chapters 25 857 and 3.", fontname="F0", fontsize=S)
+    path = tmp_path / "both.pdf"
+    doc.save(path)
+    assert parse_lines(path)[:2] == ["s = 25 857", "Chapters 25 857 and 3."]

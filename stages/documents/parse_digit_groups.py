@@ -18,6 +18,7 @@ from typing import Any
 _CANDIDATE = re.compile(r"(?<![\d.,])\d{1,3} \d{3}(?!\d)")  # cheap test on a line's text
 _THIN = "\u2009"
 _GROUPED = re.compile(rf"(?<![\d.,{_THIN}])\d{{1,3}}(?:{_THIN}\d{{3}})+(?![\d{_THIN}])")
+_SPACED = re.compile(r"(?<![\d.,\u2009])\d{1,3}(?: \d{3})+(?![\d\u2009])")  # the same, a word space apart
 _NARROW = 0.2  # em: a thin space is 1/6 em; TeX's word spaces shrink to 2/9 em at most
 
 
@@ -36,21 +37,28 @@ def _marked(line: dict) -> str:
 def join_digit_groups(textpage: Any, blocks: list[dict]) -> int:
     """Rewrite, in place, each number of `blocks` whose digit groups the page sets apart with thin
     spaces as one number. Returns how many were joined. `textpage`: a MuPDF text page or a
-    `parse_math.PageExtraction` of it."""
-    if not any(_CANDIDATE.search(ln["text"]) for b in blocks for ln in b["lines"]):
+    `parse_math.PageExtraction` of it. The glyph passes before this one move text between lines,
+    so a grouping is looked for on the whole page, and one the page also prints with a word space
+    ("pages 25 857") is left alone everywhere."""
+    lines = [ln for b in blocks for ln in b["lines"]]
+    if not any(_CANDIDATE.search(ln["text"]) for ln in lines):
         return 0
     grouped: dict[str, str] = {}  # as the text reads it -> the number
+    spaced: set[str] = set()  # as the text reads it, printed with a word space somewhere
     for b in textpage.extractRAWDICT()["blocks"]:
         for ln in b.get("lines", ()):
-            for m in _GROUPED.finditer(_marked(ln)):
+            marked = _marked(ln)
+            for m in _GROUPED.finditer(marked):
                 grouped[m.group(0).replace(_THIN, " ")] = m.group(0).replace(_THIN, "")
+            spaced.update(m.group(0) for m in _SPACED.finditer(marked))
+    for printed in [k for k in grouped if any(w in k or k in w for w in spaced)]:
+        del grouped[printed]
     if not grouped:
         return 0
     pattern = re.compile(r"(?<![\d.,])(?:" + "|".join(map(re.escape, sorted(grouped, key=len, reverse=True))) + r")(?!\d)")
     joined = 0
-    for b in blocks:
-        for ln in b["lines"]:
-            text, n = pattern.subn(lambda m: grouped[m.group(0)], ln["text"])
-            if n:
-                ln["text"], joined = text, joined + n
+    for ln in lines:
+        text, n = pattern.subn(lambda m: grouped[m.group(0)], ln["text"])
+        if n:
+            ln["text"], joined = text, joined + n
     return joined
