@@ -410,6 +410,9 @@ def test_an_outcome_the_question_offers_is_no_leak():
     q = "Give the size of the product or state “not defined”.\n(c) a 2×3 matrix times a 2×1 matrix"
     assert leak(q, "Not defined", "text") is None
     assert leak("Is the map defined? Here the map is not defined on 0.", "not defined", "text") is not None
+    gauss = "Use Gauss’ method to solve each system or conclude ‘many solutions’ or ‘no solutions’.\n(c) x −3y + z = 1 x + y + 2z = 14"
+    assert leak(gauss, "many solutions", "text") is None and leak(gauss, "no solutions", "text") is None
+    assert leak("There are many solutions, as the figure shows.\nHow many solutions are there?", "many solutions", "text") is not None
 
 
 def test_a_format_instruction_is_not_a_second_ask():  # OSTP: "Give your answer as a multiple of mg."

@@ -76,13 +76,17 @@ def _equations(text: str) -> list[tuple[str, str]]:
     return out
 
 
-# "Give the size of the product or state “not defined”." answered "Not defined": an outcome the
-# question offers in quotes beside the computation is one of its possible answers, not a giveaway
-_OFFERED = re.compile(r"\b(?:or|else)\s+(?:state|say|write|answer|put|reply|mark|enter)\s+[“\"'‘]([^”\"'’]{1,40})[”\"'’]", re.I)
+# "Give the size of the product or state “not defined”." answered "Not defined", "solve each system or conclude
+# ‘many solutions’ or ‘no solutions’" answered "many solutions": an outcome the question offers in quotes beside
+# the computation is one of its possible answers, not a giveaway
+_OFFERED = re.compile(r"\b(?:or|else)\s+(?:state|say|write|answer|put|reply|mark|enter|conclude)\s+"
+                      r"((?:[“\"'‘][^”\"'’]{1,40}[”\"'’](?:\s*,\s*|\s+or\s+)?)+)", re.I)
+_QUOTED = re.compile(r"[“\"'‘]([^”\"'’]{1,40})[”\"'’]")
 
 
 def _offered(question: str, answer: str) -> bool:
-    return any(normalize_text_answer(m.group(1)) == normalize_text_answer(answer) for m in _OFFERED.finditer(question))
+    return any(normalize_text_answer(q) == normalize_text_answer(answer)
+               for m in _OFFERED.finditer(question) for q in _QUOTED.findall(m.group(1)))
 
 
 def _listed_option(question: str, answer: str) -> bool:
@@ -166,7 +170,7 @@ Reply with JSON: {{"leaks": true/false, "evidence": "the giveaway, or empty"}}""
 
 class LeakageStage(CurateStage):
     name = "leakage"
-    version = "6"  # v6: an answer that is one of the lettered options the question lists is no leak
+    version = "7"  # v7: the outcomes "or conclude ‘X’ or ‘Y’" offers; v6: an answer that is one of the lettered options the question lists is no leak
     Config = LeakageConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

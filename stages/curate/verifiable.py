@@ -34,6 +34,7 @@ from rlclimb.pipelines.stage import Drop, Record, StageContext
 
 from ..text_keys import canonical_text
 from .common import CurateConfig, CurateStage, kept
+from .compute.systems import system_final
 from .convert import proof_claim
 from .qtype import verdict_value
 from .worked import clean_value, worked_final
@@ -325,7 +326,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "19"  # v19: worked finals of short answers too (and of an asked symbol), "derive a formula for" answered by the formula, "The statement is true." leads a verdict (earlier versions: DESIGN.md's rounds)
+    version = "20"  # v20: a solved linear system's checked claim as its final; v19: worked finals of short answers too (and of an asked symbol), "derive a formula for" answered by the formula, "The statement is true." leads a verdict (earlier versions: DESIGN.md's rounds)
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -391,7 +392,11 @@ class VerifiableStage(CurateStage):
             return record
         if self.config.extract_final and _words(a) > 3:  # a worked solution that states its final answer
             final = extract_final_answer(a) if _words(a) > 6 else None
-            if final and len(final) < len(a) / 2:
+            if (system := system_final(q, a)) is not None:  # a solved linear system: the claim the system confirms
+                record = self._use_final(record, system)
+                if system.startswith("{"):  # a solution set written with vectors: a judge compares two such sets
+                    record["tags"] = sorted({*(record.get("tags") or []), "needs_judge"})
+            elif final and len(final) < len(a) / 2:
                 record = self._use_final(record, final)
             elif (final := prose_final(q, a)) is not None:
                 record = self._use_final(record, final)

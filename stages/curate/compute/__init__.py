@@ -1,7 +1,7 @@
 """Compute the gold where a computer algebra system can: for asks whose answer follows from the
 question as printed (a derivative, an antiderivative, the sequence a generating function makes, a
 recurrence's closed form, the sum of a progression, the terms of an expanded sum or product, a power modulo n, the solutions of a
-congruence, an element's order in Z_n, a complex number's value), compute the answer and compare
+congruence, an element's order in Z_n, a complex number's value, a linear system's solutions), compute the answer and compare
 it with the gold.
 
 `compute(question, answer)` gives a `Computed` (the kind, the computed value, whether the gold
@@ -33,8 +33,9 @@ from .sequences import (
     recurrence,
     sum_expansion,
 )
+from .systems import linear_system
 
-KINDS = (derivative, chained_derivative, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
+KINDS = (derivative, chained_derivative, linear_system, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
          element_order, ode_solution, matrix, finite, matrix_facts)
 
 
