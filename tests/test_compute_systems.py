@@ -76,6 +76,10 @@ def test_a_question_asking_for_more_keeps_the_whole_answer():
          "set of the homogeneous system.\n(a) 3x + 6y = 18 x + 2y = 6")
     assert outcome(q, SET_A) == "agree"
     assert system_final(q, SET_A) is None
+    whole = SET_A + (" Here the particular solution and the solution set for the associated homogeneous system are "
+                     "\\begin{pmatrix} 6 \\\\ 0 \\end{pmatrix} and { \\begin{pmatrix} −2 \\\\ 1 \\end{pmatrix} y | y ∈R }.")
+    out = VerifiableStage().embedded({"question": q, "answer": whole, "question_type": "open", "tags": []}, StageContext())
+    assert out["answer"] == whole and {"needs_judge", "long_form_answer"} <= set(out["tags"])  # kept whole, for a judge
 
 
 def test_verifiable_takes_the_checked_claim_and_usability_keeps_it():
