@@ -60,6 +60,11 @@ measured on that round's starting code (totals only) and on its final code.
 `heldout15` (seed 2046, 8a56815's uncurated output, none matching a heldout14 or earlier label): 20 items per
 book of hefferon, levin and ostp, labeled blind the same way before the sixteenth round changed anything;
 measured on that round's starting code (totals only) and on its final code.
+`heldout16` (seed 2047, 7aad3ff's uncurated output, none matching a heldout15 or earlier label): 20 items per
+book of hefferon, levin and ostp, labeled blind the same way before the seventeenth round changed anything
+(hefferon's drawn from a run on a machine without Tesseract, so two of its answer-key pages were ledgered
+`ocr_unavailable` instead of OCR'd: the draw differs from an OCR'd run's, every drawn item is in both);
+measured on that round's starting code and on its final code.
 """
 
 from __future__ import annotations
