@@ -106,3 +106,4 @@ def test_a_wrong_point_is_dropped_by_usability():
                                      "−x + 2y = −7", "answer": "x = 2, y = 2", "answer_type": "expression", "tags": [],
                                      "meta": "{}", "source": {"page": 337, "number": "1"}}, StageContext())
     assert getattr(out, "reason", None) == "answer_mismatch"
+

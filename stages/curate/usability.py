@@ -921,7 +921,7 @@ def mark_verified(record: Record) -> Record:
 
     if record.get("answer_type") in ("boolean", "choice", "proof"):
         return record
-    from .compute import compute
+    from .compute import checked_in_full, compute
 
     c = compute(record.get("question") or "", (record.get("answer") or "").strip())
     if c is None or not c.agrees:
@@ -929,11 +929,15 @@ def mark_verified(record: Record) -> Record:
     meta = json.loads(record.get("meta") or "{}")
     meta["cas"] = {"kind": c.kind, "value": c.value[:300]}
     record["meta"] = json.dumps(meta, sort_keys=True)
+    if len(record["answer"].split()) > 8 and checked_in_full(record.get("question") or "", record["answer"].strip()):
+        add_tag(record, "needs_judge")  # prose around checked claims: a judge compares, not the answer checker
     return add_tag(record, "cas_verified")
 
 
 def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
     import json
+
+    from .compute import checked_in_full
 
     q, a = record.get("question") or "", (record.get("answer") or "").strip()
     meta = json.loads(record.get("meta") or "{}")
@@ -944,7 +948,8 @@ def findings(record: Record, max_text_words: int = 8) -> list[Finding]:
                 other_dimension(q, a), open_ended(q, a), verification(q)]
         if "statement_answer" not in (record.get("tags") or []):  # a statement or a verdict in words: a judge grades it
             out += [in_words(q, record.get("answer_type")), partial_answer(q, a, record.get("answer_type"))]
-            if "long_form_answer" not in (record.get("tags") or []):  # verifiable kept a verdict-led answer for a judge
+            # (verifiable kept a verdict-led answer for a judge; a gold whose every claim the CAS checked is checkable)
+            if "long_form_answer" not in (record.get("tags") or []) and not checked_in_full(q, a):
                 out.append(checkability(a, record.get("answer_type"), max_text_words, q))
     out.append(layout_damage(q, a, record.get("answer_type") == "boolean"))  # last: what the answer is matters more
     if record.get("answer_type") not in ("boolean", "choice", "proof"):
@@ -978,7 +983,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "25"  # v25: no earlier_givens finding (part_context gives such a part its earlier parts) (earlier versions: DESIGN.md's rounds)
+    version = "26"  # v26: a gold whose every claim the CAS checked (compute.checked_in_full) is checkable, judged; v25: no earlier_givens finding (part_context gives such a part its earlier parts) (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:

@@ -34,7 +34,8 @@ from rlclimb.pipelines.stage import Drop, Record, StageContext
 
 from ..text_keys import canonical_text
 from .common import CurateConfig, CurateStage, kept
-from .compute.systems import system_checked, system_final
+from .compute import checked_in_full
+from .compute.systems import system_final
 from .convert import proof_claim
 from .qtype import verdict_value
 from .worked import clean_value, worked_final
@@ -326,7 +327,7 @@ Reply with JSON: {{"verifiable": true/false, "reason": "...", "final_answer": ".
 
 class VerifiableStage(CurateStage):
     name = "verifiable"
-    version = "20"  # v20: a solved linear system's checked claim as its final (a longer answer whose claims all check: kept for a judge); v19: worked finals of short answers too (and of an asked symbol), "derive a formula for" answered by the formula, "The statement is true." leads a verdict (earlier versions: DESIGN.md's rounds)
+    version = "20"  # v20: a solved linear system's checked claim as its final (a longer answer whose claims a CAS all checked: kept for a judge); v19: worked finals of short answers too (and of an asked symbol), "derive a formula for" answered by the formula, "The statement is true." leads a verdict (earlier versions: DESIGN.md's rounds)
     Config = VerifiableConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
@@ -405,9 +406,9 @@ class VerifiableStage(CurateStage):
             elif (final := worked_final(q, a)) is not None:  # short workings too ("Solving for A gives ...")
                 record = self._use_final(record, final, worked=True)
         if _words(record["answer"]) > self.config.max_answer_words:
-            # a verdict, then its reasons; or a system's solutions with more the question asks for ("Identify the
-            # particular solution ..."), every claim checked by solving the system: graded by a judge, not dropped
-            if verdict_led(q, a) or alternative_named(q, a) or system_checked(q, a):
+            # a verdict, then its reasons; or an answer whose every claim a computer algebra system checked (a
+            # system's solutions with the particular solution the question also asks for): graded by a judge
+            if verdict_led(q, a) or alternative_named(q, a) or checked_in_full(q, a):
                 record["answer_type"] = "text"
                 record["tags"] = sorted({*(record.get("tags") or []), "needs_judge", "long_form_answer"})
                 return record

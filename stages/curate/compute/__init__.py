@@ -1,7 +1,7 @@
 """Compute the gold where a computer algebra system can: for asks whose answer follows from the
 question as printed (a derivative, an antiderivative, the sequence a generating function makes, a
 recurrence's closed form, the sum of a progression, the terms of an expanded sum or product, a power modulo n, the solutions of a
-congruence, an element's order in Z_n, a complex number's value, a linear system's solutions), compute the answer and compare
+congruence, an element's order in Z_n, a complex number's value, a linear system's solutions, a matrix's eigenvalues and polynomials), compute the answer and compare
 it with the gold.
 
 `compute(question, answer)` gives a `Computed` (the kind, the computed value, whether the gold
@@ -23,6 +23,7 @@ import re
 from ..answer_consistency import bounded
 from ._common import Computed
 from .calculus import antiderivative, chained_derivative, derivative, ode_solution
+from .eigen import checks_all, eigen_facts
 from .logic import logic
 from .matrices import matrix, matrix_facts
 from .numbers import congruence, element_order, evaluate, finite, remainder
@@ -36,7 +37,7 @@ from .sequences import (
 from .systems import linear_system
 
 KINDS = (derivative, chained_derivative, linear_system, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
-         element_order, ode_solution, matrix, finite, matrix_facts)
+         element_order, ode_solution, eigen_facts, matrix, finite, matrix_facts)
 
 
 _OTHER_PART = re.compile(r"(?:^|[\s.;])\((?:\d+|[a-h])\)\s|^\s*(?:\([a-h]\)|[a-h]\))\s")
@@ -53,3 +54,11 @@ def compute(question: str, answer: str) -> Computed | None:
         if out is not None:
             return out
     return None
+
+
+def checked_in_full(question: str, answer: str) -> bool:
+    """The gold's every claim was checked and it states all the question asks: a linear system's solutions, or
+    a matrix's eigenvalues and polynomials (when no eigenvectors are asked). Such a gold is graded by a
+    judge however long its prose, and is not dropped as unreadable or long-form."""
+    c = compute(question, answer)
+    return c is not None and c.agrees and (c.kind == "linear_system" or c.kind == "eigen" and checks_all(question))

@@ -263,8 +263,3 @@ def system_final(question: str, answer: str) -> str | None:
         return "many solutions"
     return None
 
-
-def system_checked(question: str, answer: str) -> bool:
-    """Every claim the gold makes about the system the question asks to solve holds (solved exactly)."""
-    c = linear_system(question, answer)
-    return c is not None and c.agrees

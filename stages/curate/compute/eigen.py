@@ -1,0 +1,166 @@
+"""A matrix's eigenvalues and polynomials, claim by claim: "For each, find the characteristic polynomial and the
+eigenvalues.\\n(a) \\begin{pmatrix} 10 & −9 \\\\ 4 & −2 \\end{pmatrix}" answered "... simplifies to the characteristic
+equation x^2 −8x + 16 = 0. Because the equation factors into (x −4)^2 there is only one eigenvalue λ_1 = 4";
+"Each matrix is in Jordan form. State its characteristic polynomial and its minimal polynomial." answered "The
+characteristic polynomial is c(x) = (x −2)^2(x −3)(x −5) and the minimal polynomial is m(x) = (x −2)(x −3)(x −5)".
+
+The one square matrix of the part (else of the stem) is the matrix asked about. Each claim of the gold is checked
+against it: every "λ = value" is an eigenvalue, every characteristic polynomial or equation it states is the
+characteristic polynomial up to a constant factor (books write det(A − xI) and det(xI − A)), every minimal
+polynomial (or "the minimal polynomial is the same") is the minimal one. The gold agrees when every claim holds
+and it states what the question asks (all the eigenvalues when they are asked, a polynomial when one is asked);
+a claim that fails is a sure mismatch when every claim parsed, a missing one is a doubt. Eigenvectors are not
+checked: `checks_all` says whether the question asks only for what was checked.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..answer_consistency import bounded
+from ._common import Computed, _same, _split, _value
+from .matrices import _PMATRIX, _matrix
+
+_ASK = re.compile(r"\b(?:characteristic\s+(?:polynomial|equation)|minimal\s+polynomial|eigenvalues?)\b", re.I)
+_LAMBDA = re.compile(r"λ(?:_\{?\d+\}?)?\s*=\s*(?!λ)(.+?)(?=\s*(?:,|;|\band\b|\(|\.\s|\.?$|\b(?:we|then|is|has|the|for|to|with|gives|so)\b))", re.I)
+# "the characteristic polynomial is c(x) = P", "the characteristic equation x^2 −8x + 16 = 0"; the polynomial ends
+# the clause
+_END = r"(?=\s*(?:\band\b|,|;|\.\s|\.?$|\b(?:The|the|so|has|which|Because|Its|and|simplifies)\b))"
+_CHAR = re.compile(r"characteristic\s+(?:polynomial|equation)\s+(?:is\s+)?(?:[cpχ]\w*\s*\(\s*[xtλ]\s*\)\s*=\s*)?"
+                   r"([^.;,]*?[xtλ][^.;,]*?)" + _END, re.I)
+_MIN = re.compile(r"minimal\s+polynomial\s+is\s+(?:m\w*\s*\(\s*[xtλ]\s*\)\s*=\s*)?(the\s+same|[^.;,]*?[xtλ][^.;,]*?)" + _END, re.I)
+
+
+def _asked(question: str) -> set[str]:
+    q = question.lower()
+    out = set()
+    if re.search(r"characteristic\s+(?:polynomial|equation)", q):
+        out.add("char")
+    if "minimal polynomial" in q:
+        out.add("min")
+    if re.search(r"eigenvalues?\b", q):
+        out.add("eig")
+    if re.search(r"eigenvectors?|eigenspaces?", q):
+        out.add("vectors")
+    return out
+
+
+def _the_matrix(question: str):
+    """The one square matrix (numbers only) of the part, else of the stem; None when there are several or none."""
+    stem, item = _split(question)
+    for text in (item, stem) if item != stem else (stem,):
+        found = list(_PMATRIX.finditer(text))
+        if len(found) > 1:
+            return None
+        if found:
+            a = _matrix(found[0].group(1))
+            return a if a is not None and a.rows == a.cols and a.rows <= 5 and not a.free_symbols else None
+    return None
+
+
+def _polynomial(text: str, x):
+    """The polynomial in one variable (x, t or λ, renamed x) that `text` writes, else None; "0" is no polynomial."""
+    import sympy
+
+    t = text.strip().replace("λ", "t")
+    var = next((v for v in "xt" if re.search(rf"(?<![a-z\\]){v}(?![a-z])", t)), None)
+    if var is None:
+        return None
+    v = _value(t, letters=var)
+    if v is None or [s.name for s in v.free_symbols] != [var]:
+        return None
+    p = v.subs(next(iter(v.free_symbols)), x)
+    return p if sympy.Poly(p, x).degree() >= 1 else None
+
+
+def _minimal(a, x):
+    """The minimal polynomial of `a` (monic): the least product of (x − λ)^k over its eigenvalues that sends it to 0."""
+    import itertools
+
+    import sympy
+
+    roots = a.eigenvals()
+    lams = list(roots)
+    best = None
+    for ks in itertools.product(*[range(1, roots[lam] + 1) for lam in lams]):
+        m = sympy.eye(a.rows)
+        for lam, k in zip(lams, ks, strict=True):
+            m = m * (a - lam * sympy.eye(a.rows)) ** k
+        if sympy.simplify(m) == sympy.zeros(a.rows) and (best is None or sum(ks) < sum(best)):
+            best = ks
+    return sympy.Mul(*[(x - lam) ** k for lam, k in zip(lams, best, strict=True)])
+
+
+def _proportional(p, q, x) -> bool:
+    import sympy
+
+    r = sympy.simplify(p / q)
+    return bool(r.is_number and r != 0)
+
+
+@bounded
+def eigen_facts(question: str, answer: str) -> Computed | None:
+    import sympy
+
+    asked = _asked(question)
+    if not asked - {"vectors"} or not _ASK.search(question):
+        return None
+    a = _the_matrix(question)
+    if a is None:
+        return None
+    x = sympy.Symbol("x")
+    text = answer.replace("−", "-").replace("–", "-")
+    claims: list[tuple[str, object]] = []
+    for m in _LAMBDA.finditer(text):
+        v = _value(m.group(1))
+        if v is None or v.free_symbols:
+            return None  # a value it cannot read: not every claim can be checked
+        claims.append(("eig", v))
+    for pattern, kind in ((_CHAR, "char"), (_MIN, "min")):
+        for m in pattern.finditer(text):
+            if kind == "min" and m.group(1).lower().startswith("the same"):
+                claims.append(("min", "same"))
+                continue
+            segments = [s for s in m.group(1).split("=") if s.strip() not in ("0", "")]
+            polys = [_polynomial(s, x) for s in segments]
+            if not polys or None in polys:
+                return None
+            claims += [(kind, p) for p in polys]
+    # a clause that is only an equation chain ("0 = (1 −x)(3 −x) −8 = x^2 −4x −5; λ_1 = 5"): its polynomials of
+    # the matrix's degree state the characteristic polynomial
+    for clause in re.split(r";|\.\s", text):
+        if "=" in clause and not re.search(r"[A-Za-z]{2,}|λ", clause):
+            for s in clause.split("="):
+                p = _polynomial(s, x) if s.strip() not in ("0", "") else None
+                if p is not None and sympy.Poly(p, x).degree() == a.rows:
+                    claims.append(("char", p))
+    if not claims:
+        return None
+    cp = a.charpoly(x).as_expr()
+    eigenvalues = list(a.eigenvals())
+    failed = []
+    for kind, v in claims:
+        if kind == "eig" and not any(_same(v, lam) for lam in eigenvalues):
+            failed.append(f"λ = {v} is not an eigenvalue")
+        elif kind == "char" and not _proportional(v, cp, x):
+            failed.append(f"{v} is not the characteristic polynomial")
+        elif kind == "min":
+            want = _minimal(a, x)
+            got = cp if v == "same" else v
+            if not _proportional(got, want, x):
+                failed.append(f"{got} is not the minimal polynomial {want}")
+    want = f"eigenvalues {eigenvalues}, characteristic polynomial {sympy.factor(cp)}"
+    if failed:
+        return Computed("eigen", want, False, True, "; ".join(failed))
+    stated = {k for k, _ in claims}
+    got_eig = [v for k, v in claims if k == "eig"]
+    complete = (("eig" not in asked or all(any(_same(g, lam) for g in got_eig) for lam in eigenvalues))
+                and ("char" not in asked or "char" in stated) and ("min" not in asked or "min" in stated))
+    if not complete:
+        return Computed("eigen", want, False, False, "the gold does not state everything asked")
+    return Computed("eigen", want, True)
+
+
+def checks_all(question: str) -> bool:
+    """Whether eigen_facts checks everything the question asks (eigenvectors are not checked)."""
+    return "vectors" not in _asked(question)
