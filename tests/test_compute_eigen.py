@@ -12,6 +12,11 @@ from rlclimb.stages.curate.verifiable import VerifiableStage
 
 JORDAN = "Each matrix is in Jordan form. State its characteristic polynomial and its minimal polynomial.\n"
 CHAR = "For each, find the characteristic polynomial and the eigenvalues.\n"
+VECTORS = "For each matrix, find the characteristic equation, and the eigenvalues and associated eigenvectors.\n"
+EIGEN_A = ("The characteristic equation is (3 −x)(−1 −x) = 0. Its roots, the eigenvalues, are λ_1 = 3 and λ_2 = −1. For the "
+           "eigenvector associated with λ_1 = 3, we consider the resulting linear system. The eigenspace is the set of vectors "
+           "whose second component is twice the first component. { \\begin{pmatrix} b_2/2 \\\\ b_2 \\end{pmatrix} | b_2 ∈C } "
+           "Finding an eigenvector associated with λ_2 = −1 is similar. { \\begin{pmatrix} 0 \\\\ b_2 \\end{pmatrix} | b_2 ∈C }")
 
 
 @pytest.mark.parametrize("question,answer,want", [
@@ -31,8 +36,26 @@ CHAR = "For each, find the characteristic polynomial and the eigenvalues.\n"
      "wrong"),
     (JORDAN + "(h) \\begin{pmatrix} 5 & 0 & 0 & 0 \\\\ 0 & 2 & 0 & 0 \\\\ 0 & 0 & 2 & 0 \\\\ 0 & 0 & 0 & 3 \\end{pmatrix}",
      "The characteristic polynomial is c(x) = (x −2)^2(x −3)(x −5) and the minimal polynomial is the same", "wrong"),
-    # an eigenvalue left out: a doubt; a value it cannot read, or two matrices: cannot tell
-    (CHAR + "(b) \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}", "x^2 −4x −5; λ_1 = 5", "doubt"),
+    # eigenspaces written as sets, checked as A v = λ v in their parameters (complex ones too)
+    (VECTORS + "(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}", EIGEN_A, "agree"),
+    (VECTORS + "(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}", EIGEN_A.replace("b_2/2", "2b_2"), "wrong"),
+    (VECTORS + "(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}", EIGEN_A.split(" Finding")[0], None),  # one eigenspace
+    ("Find the characteristic equation, and the eigenvalues and associated eigenvectors for this matrix. \\begin{pmatrix} "
+     "−2 & −1 \\\\ 5 & 2 \\end{pmatrix}",
+     "The characteristic equation 0 = \\begin{vmatrix} −2 −x & −1 \\\\ 5 & 2 −x \\end{vmatrix} = x^2 + 1 has the complex "
+     "roots λ_1 = i and λ_2 = −i. For λ_1 = i Gauss’ method gives this. { \\begin{pmatrix} (1/(−2−i))b_2 \\\\ b_2 "
+     "\\end{pmatrix} | b_2 ∈C } For λ_2 = −i it leads to this. { \\begin{pmatrix} (1/(−2+i))b_2 \\\\ b_2 \\end{pmatrix} "
+     "| b_2 ∈C }", "agree"),
+    ("For each matrix, find the characteristic equation, and the eigenvalues and associated eigenvectors.\n(a) "
+     "\\begin{pmatrix} 3 & −2 & 0 \\\\ −2 & 3 & 0 \\\\ 0 & 0 & 5 \\end{pmatrix}",
+     "The characteristic equation is (x −1)(x −5)^2 = 0 and so the eigenvalues are λ_1 = 1 and also the repeated "
+     "eigenvalue λ_2 = 5. For λ_1 = 1 we get { \\begin{pmatrix} b_2 "
+     "\\\\ b_2 \\\\ 0 \\end{pmatrix} | b_2 ∈C } and for λ_2 = 5 { \\begin{pmatrix} −b_2 \\\\ b_2 \\\\ 0 \\end{pmatrix} + "
+     "\\begin{pmatrix} 0 \\\\ 0 \\\\ b_3 \\end{pmatrix} | b_2, b_3 ∈C }", "agree"),
+    # an eigenvalue left out, a value it cannot read, or two matrices: cannot tell
+    ("Show that the matrix A = \\begin{pmatrix} 1 & 1 & 0 \\\\ −1 & 2 & 1 \\\\ −1 & 0 & 3 \\end{pmatrix} cannot be "
+     "diagonalised.\nHint: the eigenvalues are small integers.",
+     "The characteristic polynomial is χ_A(t) = (1 −t)(2 −t)(3 −t) −(t −2), so the only eigenvalues are 1 and 2.", None),
     (CHAR + "(b) \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix}", "x^2 −4x −5; λ_1 = five or so", None),
     (CHAR + "(b) \\begin{pmatrix} 1 & 2 \\\\ 4 & 3 \\end{pmatrix} and \\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}",
      "λ_1 = 5, λ_2 = −1", None),
@@ -53,7 +76,8 @@ def test_a_checked_prose_gold_is_kept_for_a_judge():
     rec = VerifiableStage().embedded({"question": q, "answer": a, "question_type": "open", "tags": []}, ctx)
     out = UsabilityStage().embedded(dict(rec, meta="{}", source={"page": 402, "number": "2.17"}), ctx)
     assert not hasattr(out, "reason") and {"cas_verified", "needs_judge"} <= set(out["tags"])
-    # eigenvectors are not checked: a question asking for them is not checked in full
+    assert checked_in_full(VECTORS + "(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}", EIGEN_A)
+    # eigenvectors asked and none stated as a set: not checked in full
     assert not checked_in_full("For each matrix, find the characteristic equation, and the eigenvalues and associated "
                                "eigenvectors.\n(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}",
                                "The characteristic equation is (3 −x)(−1 −x) = 0. Its roots, the eigenvalues, are λ_1 = 3 "

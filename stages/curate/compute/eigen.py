@@ -9,8 +9,9 @@ against it: every "λ = value" is an eigenvalue, every characteristic polynomial
 characteristic polynomial up to a constant factor (books write det(A − xI) and det(xI − A)), every minimal
 polynomial (or "the minimal polynomial is the same") is the minimal one. The gold agrees when every claim holds
 and it states what the question asks (all the eigenvalues when they are asked, a polynomial when one is asked);
-a claim that fails is a sure mismatch when every claim parsed, a missing one is a doubt. Eigenvectors are not
-checked: `checks_all` says whether the question asks only for what was checked.
+a claim that fails is a sure mismatch when every claim parsed; a gold that leaves out what is asked is "cannot tell". Eigenvectors are
+checked as the eigenspaces the gold writes as sets ("{ (b_2/2, b_2) | b_2 ∈ C }": A v = λ v in the parameters,
+as many parameters as the eigenspace's dimension), one per eigenvalue when eigenvectors are asked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ._common import Computed, _same, _split, _value
 from .matrices import _PMATRIX, _matrix
 
 _ASK = re.compile(r"\b(?:characteristic\s+(?:polynomial|equation)|minimal\s+polynomial|eigenvalues?)\b", re.I)
-_LAMBDA = re.compile(r"λ(?:_\{?\d+\}?)?\s*=\s*(?!λ)(.+?)(?=\s*(?:,|;|\band\b|\(|\.\s|\.?$|\b(?:we|then|is|has|the|for|to|with|gives|so)\b))", re.I)
+_LAMBDA = re.compile(r"λ(?:_\{?\d+\}?)?\s*=\s*(?!λ)(.+?)(?=\s*(?:,|;|\(|\.\s|\.?$)|\s+(?:[A-Za-z’']{2,}|\{))")
 # "the characteristic polynomial is c(x) = P", "the characteristic equation x^2 −8x + 16 = 0"; the polynomial ends
 # the clause
 _END = r"(?=\s*(?:\band\b|,|;|\.\s|\.?$|\b(?:The|the|so|has|which|Because|Its|and|simplifies)\b))"
@@ -112,8 +113,8 @@ def eigen_facts(question: str, answer: str) -> Computed | None:
     text = answer.replace("−", "-").replace("–", "-")
     claims: list[tuple[str, object]] = []
     for m in _LAMBDA.finditer(text):
-        v = _value(m.group(1))
-        if v is None or v.free_symbols:
+        v = _number(m.group(1))
+        if v is None:
             return None  # a value it cannot read: not every claim can be checked
         claims.append(("eig", v))
     for pattern, kind in ((_CHAR, "char"), (_MIN, "min")):
@@ -121,7 +122,8 @@ def eigen_facts(question: str, answer: str) -> Computed | None:
             if kind == "min" and m.group(1).lower().startswith("the same"):
                 claims.append(("min", "same"))
                 continue
-            segments = [s for s in m.group(1).split("=") if s.strip() not in ("0", "")]
+            # (a determinant written out, "0 = |A − xI| = ...", is working, not a claim)
+            segments = [s for s in m.group(1).split("=") if s.strip() not in ("0", "") and "\\begin" not in s]
             polys = [_polynomial(s, x) for s in segments]
             if not polys or None in polys:
                 return None
@@ -134,6 +136,10 @@ def eigen_facts(question: str, answer: str) -> Computed | None:
                 p = _polynomial(s, x) if s.strip() not in ("0", "") else None
                 if p is not None and sympy.Poly(p, x).degree() == a.rows:
                     claims.append(("char", p))
+    spaces = _eigenspaces(text, a.rows)
+    if spaces is None:
+        return None
+    claims += [("space", v) for v in spaces]
     if not claims:
         return None
     cp = a.charpoly(x).as_expr()
@@ -144,6 +150,8 @@ def eigen_facts(question: str, answer: str) -> Computed | None:
             failed.append(f"λ = {v} is not an eigenvalue")
         elif kind == "char" and not _proportional(v, cp, x):
             failed.append(f"{v} is not the characteristic polynomial")
+        elif kind == "space" and _eigenvalue_of(a, v, eigenvalues) is None:
+            failed.append(f"{v.T.tolist()} is not an eigenspace")
         elif kind == "min":
             want = _minimal(a, x)
             got = cp if v == "same" else v
@@ -154,13 +162,81 @@ def eigen_facts(question: str, answer: str) -> Computed | None:
         return Computed("eigen", want, False, True, "; ".join(failed))
     stated = {k for k, _ in claims}
     got_eig = [v for k, v in claims if k == "eig"]
+    spaces_of = {_eigenvalue_of(a, v, eigenvalues) for k, v in claims if k == "space"}
     complete = (("eig" not in asked or all(any(_same(g, lam) for g in got_eig) for lam in eigenvalues))
+                and ("vectors" not in asked or all(lam in spaces_of for lam in eigenvalues))
                 and ("char" not in asked or "char" in stated) and ("min" not in asked or "min" in stated))
-    if not complete:
-        return Computed("eigen", want, False, False, "the gold does not state everything asked")
+    if not complete:  # a partial gold, or a word of a hint ("the eigenvalues are small integers"): cannot tell
+        return None
     return Computed("eigen", want, True)
 
 
+def _number(text: str):
+    """An eigenvalue as written: a number, a root, or a complex number with i."""
+    import sympy
+
+    v = _value(text, letters="i")
+    if v is None or any(s.name != "i" for s in v.free_symbols):
+        return None
+    return v.subs({s: sympy.I for s in v.free_symbols})
+
+
+# "{ \begin{pmatrix} b_2/2 \\ b_2 \end{pmatrix} | b_2 ∈C }", "{ \begin{pmatrix} −b_2 \\ b_2 \\ 0 \end{pmatrix} +
+# \begin{pmatrix} 0 \\ 0 \\ b_3 \end{pmatrix} | b_2, b_3 ∈C }": an eigenspace, vectors in its parameters
+_PARAM = r"[a-z](?:_\{?\d\}?)?"
+_SPACE = re.compile(rf"\{{\s*((?:[+-]?\s*\\begin\{{pmatrix\}}.*?\\end\{{pmatrix\}}\s*(?:{_PARAM})?\s*)+)\|\s*({_PARAM}(?:\s*,\s*{_PARAM})*)"
+                    r"\s*∈\s*(?:C|R|ℂ|ℝ|\\mathbb\{[CR]\})\s*\}", re.S)
+_TERM = re.compile(r"([+-]?)\s*\\begin\{pmatrix\}(.*?)\\end\{pmatrix\}\s*([a-z])?", re.S)
+
+
+def _eigenspaces(text: str, n: int):
+    """The eigenspaces the gold writes as sets, each a column vector of entries linear in its parameters (renamed
+    p, q, ...); None when one cannot be read."""
+    import sympy
+
+    out = []
+    for m in _SPACE.finditer(text):
+        params = [p.strip() for p in m.group(2).split(",")]
+        body = m.group(1)
+        names = "pqrsuvw"[: len(params)]
+        if len(params) > len(names):
+            return None
+        for p, name in zip(params, names, strict=True):
+            base, _, index = p.partition("_")
+            pattern = rf"(?<![a-z\\]){base}_\{{?{index.strip('{}')}\}}?" if index else rf"(?<![a-z\\]){base}(?![a-z])"
+            body = re.sub(pattern, name, body)
+        v = sympy.zeros(n, 1)
+        for sign, cells_text, factor in _TERM.findall(body):
+            cells = [c.strip() for c in re.split(r"\\\\", cells_text) if c.strip()]
+            entries = [_value(c, letters=names + "i") for c in cells] if len(cells) == n else [None]
+            if None in entries:
+                return None
+            # (one symbol per name: the parser may make two symbols of one name)
+            entries = [e.subs({s: sympy.I if s.name == "i" else sympy.Symbol(s.name) for s in e.free_symbols}) for e in entries]
+            term = sympy.Matrix(entries) * (sympy.Symbol(factor) if factor else 1)
+            v += -term if sign == "-" else term
+        if {s.name for s in v.free_symbols} != set(names):
+            return None
+        out.append(v)
+    return out
+
+
+def _eigenvalue_of(a, v, eigenvalues):
+    """The eigenvalue whose whole eigenspace `v` (a vector in free parameters) is, or None."""
+    import sympy
+
+    symbols = sorted(v.free_symbols, key=str)
+    basis = [v.diff(s) for s in symbols]
+    if v.subs({s: 0 for s in symbols}) != sympy.zeros(v.rows, 1) or sympy.Matrix.hstack(*basis).rank() != len(symbols):
+        return None
+    for lam in eigenvalues:
+        null = a - lam * sympy.eye(a.rows)
+        if all(sympy.simplify(null * b) == sympy.zeros(a.rows, 1) for b in basis) and a.rows - null.rank(simplify=True) == len(symbols):
+            return lam
+    return None
+
+
 def checks_all(question: str) -> bool:
-    """Whether eigen_facts checks everything the question asks (eigenvectors are not checked)."""
-    return "vectors" not in _asked(question)
+    """Whether eigen_facts checks everything the question asks: its values, polynomials and eigenspaces (the
+    eigenspaces when they are asked; `eigen_facts` requires one per eigenvalue then)."""
+    return bool(_asked(question))
