@@ -24,7 +24,7 @@ from ..answer_consistency import bounded
 from ._common import Computed
 from .calculus import antiderivative, chained_derivative, derivative, ode_solution
 from .eigen import checks_all, eigen_facts
-from .logic import logic
+from .logic import logic, logic_verdict
 from .matrices import matrix, matrix_facts
 from .numbers import congruence, element_order, evaluate, finite, remainder
 from .sequences import (
@@ -36,7 +36,7 @@ from .sequences import (
 )
 from .systems import linear_system
 
-KINDS = (derivative, chained_derivative, linear_system, logic, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
+KINDS = (derivative, chained_derivative, linear_system, logic, logic_verdict, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
          element_order, ode_solution, eigen_facts, matrix, finite, matrix_facts)
 
 
@@ -57,8 +57,8 @@ def compute(question: str, answer: str) -> Computed | None:
 
 
 def checked_in_full(question: str, answer: str) -> bool:
-    """The gold's every claim was checked and it states all the question asks: a linear system's solutions, or
-    a matrix's eigenvalues and polynomials (when no eigenvectors are asked). Such a gold is graded by a
+    """The gold's every claim was checked and it states all the question asks: a linear system's solutions, a
+    matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule). Such a gold is graded by a
     judge however long its prose, and is not dropped as unreadable or long-form."""
     c = compute(question, answer)
-    return c is not None and c.agrees and (c.kind == "linear_system" or c.kind == "eigen" and checks_all(question))
+    return c is not None and c.agrees and (c.kind in ("linear_system", "logic_verdict") or c.kind == "eigen" and checks_all(question))

@@ -102,3 +102,72 @@ def logic(question: str, answer: str) -> Computed | None:
             shown = ", ".join(f"{k}={'T' if v else 'F'}" for k, v in env.items())
             return Computed("logic", "", False, detail=f"at {shown} the statement is {'T' if a[0](env) else 'F'}, the gold {'T' if b[0](env) else 'F'}")
     return Computed("logic", "equivalent", True)
+
+
+def _formulas(text: str):
+    """The formulas written one after another ("P ∨Q ¬P": P ∨ Q, then ¬P), each as _logic gives it; None when a
+    piece is not a formula."""
+    t = text.strip().rstrip(".").strip()
+    pieces, start, pos, last = [], 0, 0, None
+    while pos < len(t):
+        m = _LOGIC_TOKEN.match(t, pos)
+        if m is None:
+            return None
+        tok = next(g for g in m.groups() if g)
+        # a new formula starts where an atom, ¬ or ( follows a finished one (an atom, T, F or a closing bracket)
+        if last is not None and re.fullmatch(r"[P-ZTF)]", last) and re.fullmatch(r"[P-ZTF¬(]", tok) and _logic(t[start:m.start()]):
+            pieces.append(t[start:m.start()])
+            start = m.start()
+        last, pos = tok, m.end()
+    pieces.append(t[start:])
+    out = [_logic(p) for p in pieces]
+    return None if None in out else out
+
+
+_EQUIVALENT_ASK = re.compile(r"^\s*(?:are\s+the\s+statements?\s+|determine\s+whether\s+the\s+following\s+two\s+statements\s+are\s+"
+                             r"logically\s+equivalent\s*:\s*)(.+?)\s+and\s+(.+?)(?:\s+logically\s+equivalent\s*\?|\.)", re.I | re.S)
+_RULE_ASK = re.compile(r"^\s*(?:determine\s+if\s+the\s+following\s+(?:is\s+a\s+valid\s+deduction\s+rule|deduction\s+rule\s+is\s+valid)"
+                       r"|is\s+the\s+following\s+a\s+valid\s+deduction\s+rule\s*\?(?:\s*explain\.)?)\s*:?\s*(.+?)∴\s*(.+?)\s*$", re.I | re.S)
+_NO = re.compile(r"\bnot\s+(?:valid|logically\s+equivalent)\b|\binvalid\b|^\s*no\b", re.I)
+_YES = re.compile(r"\bis\s+valid\b|\bare\s+logically\s+equivalent\b|^\s*yes\b", re.I)
+
+
+@bounded
+def logic_verdict(question: str, answer: str) -> Computed | None:
+    """"Are the statements P →(Q ∨R) and (P →Q) ∨(P →R) logically equivalent?" answered "... The statements are
+    logically equivalent."; "Determine if the following is a valid deduction rule: P →(Q ∨R) ¬(P →Q) ∴ R" answered
+    "The deduction rule is valid. ...": the gold's verdict (its first sentence that gives one) against truth tables."""
+    import itertools
+
+    q = question.strip()
+    if (m := _EQUIVALENT_ASK.match(q)) is not None:
+        a, b = _logic(m.group(1)), _logic(m.group(2))
+        if a is None or b is None:
+            return None
+        premises, conclusion = [a], b
+        equivalence = True
+    elif (m := _RULE_ASK.match(q)) is not None:
+        premises, conclusion = _formulas(m.group(1)), _logic(m.group(2))
+        if not premises or conclusion is None:
+            return None
+        equivalence = False
+    else:
+        return None
+    verdict = None
+    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
+        no, yes = bool(_NO.search(sentence)), bool(_YES.search(sentence))
+        if no or yes:
+            verdict = None if no and yes else yes
+            break
+    if verdict is None:
+        return None
+    letters = sorted(set().union(*(f[1] for f in premises), conclusion[1]))
+    holds = True
+    for values in itertools.product((False, True), repeat=len(letters)):
+        env = dict(zip(letters, values, strict=True))
+        if equivalence:
+            holds &= premises[0][0](env) == conclusion[0](env)
+        elif all(f[0](env) for f in premises):
+            holds &= conclusion[0](env)
+    want = ("equivalent" if holds else "not equivalent") if equivalence else ("valid" if holds else "not valid")
+    return Computed("logic_verdict", want, verdict == holds, sure=True, detail=f"by truth table the answer is: {want}")
