@@ -82,3 +82,21 @@ def test_a_checked_prose_gold_is_kept_for_a_judge():
                                "eigenvectors.\n(a) \\begin{pmatrix} 3 & 0 \\\\ 8 & −1 \\end{pmatrix}",
                                "The characteristic equation is (3 −x)(−1 −x) = 0. Its roots, the eigenvalues, are λ_1 = 3 "
                                "and λ_2 = −1.")
+
+
+POSSIBLE = "What are the possible minimal polynomials if a matrix has the given characteristic polynomial?\n"
+
+
+@pytest.mark.parametrize("part,answer,agrees", [
+    ("(b) (1/3) · (x + 1)^3(x −4)", "The possibilities are m_1(x) = (x+1)(x−4), m_2(x) = (x+1)^2(x−4), and m_3(x) = "
+     "(x+1)^3(x−4). The first is a quadratic polynomial, that is, it has degree two.", True),
+    ("(c) −1 · (x −2)^2(x −5)^2", "We have m_1(x) = (x −2)(x −5), m_2(x) = (x −2)^2(x −5), m_3(x) = (x −2)(x −5)^2, and "
+     "m_4(x) = (x −2)^2(x −5)^2. They are polynomials of degree two, three, three, and four", True),
+    ("(c) −1 · (x −2)^2(x −5)^2", "We have m_1(x) = (x −2)(x −5) and m_2(x) = (x −2)^2(x −5)^2.", False),  # two left out
+    ("(a) 8 · (x −3)^4", "The possibilities are m_1(x) = x −3, m_2(x) = (x −3)^2, m_3(x) = (x −3)^3, and m_4(x) = (x −3)^5.",
+     False),
+])
+def test_possible_minimal_polynomials(part, answer, agrees):
+    c = compute(POSSIBLE + part, answer)
+    assert c is not None and c.kind == "possible_minimal" and c.agrees is agrees and c.sure
+    assert checked_in_full(POSSIBLE + part, answer) is agrees

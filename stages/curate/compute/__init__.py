@@ -23,7 +23,7 @@ import re
 from ..answer_consistency import bounded
 from ._common import Computed
 from .calculus import antiderivative, chained_derivative, derivative, ode_solution
-from .eigen import checks_all, eigen_facts
+from .eigen import checks_all, eigen_facts, possible_minimal
 from .logic import logic, logic_verdict
 from .matrices import matrix, matrix_facts
 from .numbers import congruence, element_order, evaluate, finite, remainder
@@ -37,7 +37,7 @@ from .sequences import (
 from .systems import linear_system
 
 KINDS = (derivative, chained_derivative, linear_system, logic, logic_verdict, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
-         element_order, ode_solution, eigen_facts, matrix, finite, matrix_facts)
+         element_order, ode_solution, eigen_facts, possible_minimal, matrix, finite, matrix_facts)
 
 
 _OTHER_PART = re.compile(r"(?:^|[\s.;])\((?:\d+|[a-h])\)\s|^\s*(?:\([a-h]\)|[a-h]\))\s")
@@ -58,7 +58,11 @@ def compute(question: str, answer: str) -> Computed | None:
 
 def checked_in_full(question: str, answer: str) -> bool:
     """The gold's every claim was checked and it states all the question asks: a linear system's solutions, a
-    matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule). Such a gold is graded by a
+    matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule), the possible minimal polynomials. Such a gold is graded by a
     judge however long its prose, and is not dropped as unreadable or long-form."""
     c = compute(question, answer)
-    return c is not None and c.agrees and (c.kind in ("linear_system", "logic_verdict") or c.kind == "eigen" and checks_all(question))
+    if c is None or not c.agrees:
+        return False
+    if c.kind == "possible_minimal":  # (the degrees a question may also ask for are not checked)
+        return "degree" not in question.lower()
+    return c.kind in ("linear_system", "logic_verdict") or c.kind == "eigen" and checks_all(question)

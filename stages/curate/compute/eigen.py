@@ -240,3 +240,35 @@ def checks_all(question: str) -> bool:
     """Whether eigen_facts checks everything the question asks: its values, polynomials and eigenspaces (the
     eigenspaces when they are asked; `eigen_facts` requires one per eigenvalue then)."""
     return bool(_asked(question))
+
+
+_POSSIBLE_ASK = re.compile(r"\bpossible\s+minimal\s+polynomials?\b.*\bcharacteristic\s+polynomial\b", re.I | re.S)
+_M = re.compile(r"\bm(?:_\{?\d+\}?)?\s*\(\s*x\s*\)\s*=\s*(.+?)(?=\s*(?:,|;|\.\s|\.?$|\band\b))")
+
+
+@bounded
+def possible_minimal(question: str, answer: str) -> Computed | None:
+    """"What are the possible minimal polynomials if a matrix has the given characteristic polynomial?\\n(b) (1/3) ·
+    (x + 1)^3(x −4)" answered "The possibilities are m_1(x) = (x+1)(x−4), m_2(x) = ...": the monic divisors with
+    every root of the characteristic polynomial, against the gold's list (as sets)."""
+    import itertools
+
+    import sympy
+
+    stem, item = _split(question)
+    if item == stem or not _POSSIBLE_ASK.search(stem):
+        return None
+    x = sympy.Symbol("x")
+    head = re.split(r"\s+(?=[A-Z][a-z])", item.strip(), maxsplit=1)[0]  # "(d) 5 · (x + 3)^2 ... What is the degree ..."
+    cp = _polynomial(head.replace("−", "-").rstrip("."), x)
+    got = [_polynomial(m.group(1), x) for m in _M.finditer(answer.replace("−", "-"))]
+    if cp is None or not got or None in got:
+        return None
+    roots = sympy.roots(sympy.Poly(cp, x))
+    if sum(roots.values()) != sympy.Poly(cp, x).degree():
+        return None
+    want = {sympy.expand(sympy.Mul(*[(x - r) ** k for r, k in zip(roots, ks, strict=True)]))
+            for ks in itertools.product(*[range(1, m + 1) for m in roots.values()])}
+    stated = {sympy.expand(sympy.Poly(p, x).monic().as_expr()) for p in got}
+    shown = ", ".join(str(sympy.factor(w)) for w in want)
+    return Computed("possible_minimal", shown, stated == want, sure=True, detail=f"the possible minimal polynomials are {shown}")
