@@ -56,9 +56,12 @@ def outcome(question: str, answer: str):
     ("Is this a linear system?\n(a) 2x + 3y = 13 x −y = −1", "Yes: x = 2 and y = 3", None, None),
     (GAUSS + "(a) 2x + 2y = 5 x −4y = 0 and then x + y = 1, x −y = 3", "x = 2, y = 1/2", None, None),
     (GAUSS + "(a) 2x + 2y = 5 x −4y = 0", "Gauss’ method reduces it to an echelon form.", None, None),
-    # a number printed in digit groups ("0.000 3x") is not read as a coefficient
+    # a coefficient printed in digit groups ("0.000 3x" is 0.0003x): the gold's point fails the second equation
     ("Solve this system by hand. 0.000 3x + 1.556y = 1.569 0.345 4x −2.346y = 1.018\n(a) Solve it accurately, by hand.",
-     "The fully accurate solution is that x = 10 and y = 0", None, None),
+     "The fully accurate solution is that x = 10 and y = 0", "wrong", None),
+    # a procedure that rounds gives another answer by design: cannot tell
+    ("Solve this system by hand. 0.000 3x + 1.556y = 1.569 0.345 4x −2.346y = 1.018\n(b) Solve it by rounding at each step "
+     "to four significant digits.", "The four-digit conclusion is quite different. =⇒x = 10460, y = −1.009", None, None),
 ])
 def test_linear_system(question, answer, want, final):
     got = outcome(question, answer)

@@ -21,7 +21,8 @@ from ..answer_consistency import bounded
 from ._common import Computed, _split
 from .matrices import _matrix
 
-_NUM = r"\d+(?:\.\d+)?(?:/\d+)?"
+# a decimal may be printed in digit groups ("0.000 3" for 0.0003, as SI style sets them)
+_NUM = r"\d+(?:\.\d{3}(?:[ \u2009]\d{1,3})+|\.\d+)?(?:/\d+)?"
 _VAR = r"[a-zA-Z](?:_\{\d{1,2}\}|_\d{1,2})?"
 _TERM = rf"(?:{_NUM})?{_VAR}"
 # one equation: signed terms = a signed number, the number not run into a letter or a power ("= 5 x −4y" is
@@ -35,6 +36,9 @@ _SOLVE_ASK = re.compile(r"\bsolve\b|\bsolution\s+sets?\b|\bfind\s+(?:all\s+|the\
 _EMPTY = re.compile(r"\bno\s+solutions?\b|\bsolution\s+set\s+is\s+empty\b|\bis\s+inconsistent\b|\bhas\s+no\s+solution|"
                     r"\bsolution\s+set\s+is\s+(?:the\s+)?empty\s+set\b|\bsolution\s+set\s+is\s+∅", re.I)
 _MANY = re.compile(r"\b(?:many|infinitely\s+many|an\s+infinite\s+number\s+of)\s+solutions\b|\bsolution\s+set\s+is\s+infinite\b", re.I)
+# a solution by a procedure that rounds ("Solve it by rounding at each step to four significant digits"): its
+# answer is not the exact solution by design
+_INEXACT = re.compile(r"\bround|\bsignificant\s+(?:digits|figures)|\bdecimal\s+places\b|\bapproximat|\bfloating", re.I)
 # the question asks for more than the solutions ("Identify the particular solution and ..."): the whole answer is the gold
 _MORE_ASKED = re.compile(r"\b(?:identify|also|describe|explain|verify|check|show|compare|interpret|why)\b", re.I)
 _TUPLE = re.compile(r"\(\s*((?:[a-zA-Z](?:_\{?\d{1,2}\}?)?\s*,\s*)+[a-zA-Z](?:_\{?\d{1,2}\}?)?)\s*\)\s*=\s*\(([^()]*)\)")
@@ -83,7 +87,7 @@ def _system(run: list[tuple[str, str]]):
         row = {}
         for sign, coef, var in _TERM_PARTS.findall(lhs):
             name = _var_name(var)
-            value = sympy.Rational(coef) if coef else sympy.Integer(1)
+            value = sympy.Rational(re.sub(r"[ \u2009]", "", coef)) if coef else sympy.Integer(1)
             row[name] = row.get(name, 0) + (-value if sign == "-" else value)
             if name not in names:
                 names.append(name)
@@ -202,7 +206,7 @@ def _holds(claim: str, value, names, A, b, free: int) -> bool:
 def _ask(question: str) -> str | None:
     """The one run of equations the ask is about: the part's own, else the stem's (the only run there)."""
     stem, item = _split(question)
-    if not _SOLVE_ASK.search(question):
+    if not _SOLVE_ASK.search(question) or _INEXACT.search(question):
         return None
     for text in (item, stem if item != stem else ""):
         runs = _equations(_plain(text))
