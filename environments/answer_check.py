@@ -45,8 +45,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .vector_sets import same_set, vector_set
+
 AnswerType = Literal["numeric", "expression", "interval", "set", "choice", "boolean", "text", "proof"]
-Method = Literal["exact", "choice", "boolean", "text", "symbolic", "numeric", "units", "unparsed", "judge", "error"]
+Method = Literal["exact", "choice", "boolean", "text", "symbolic", "numeric", "units", "vector_set", "unparsed", "judge",
+                 "error"]
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)  # it warns per unparsable string
 
@@ -535,6 +538,8 @@ def _check(gold: str, pred: str, answer_type: AnswerType | None, choices: tuple[
         return Verdict(False, "exact", "empty prediction")
     if gold.strip() == pred.strip():
         return Verdict(True, "exact")
+    if "pmatrix" in gold and (g := vector_set(gold)) is not None and (p := vector_set(pred)) is not None:
+        return Verdict(same_set(g, p), "vector_set")  # the same affine subspace, however parametrized
     kind = answer_type or infer_answer_type(gold, choices=choices)
     if kind == "proof":
         return Verdict(None, "judge", "proofs need a judge")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rlclimb.environments.answer_check import check
 from rlclimb.pipelines.stage import StageContext
 from rlclimb.stages.curate.compute import compute
 from rlclimb.stages.curate.compute.systems import linear_system, system_final
@@ -93,7 +94,11 @@ def test_verifiable_takes_the_checked_claim_and_usability_keeps_it():
     assert out["answer"] == "no solution" and out["solution"] == a
     vs = VerifiableStage().embedded({"question": VECTORS + "(a) 3x + 6y = 18 x + 2y = 6", "answer": SET_A,
                                      "question_type": "open", "tags": []}, ctx)
-    assert vs["answer"].startswith("{ \\begin{pmatrix} 6") and "needs_judge" in vs["tags"]
+    assert vs["answer"].startswith("{ \\begin{pmatrix} 6") and "needs_judge" not in vs["tags"]
+    # the answer checker compares solution sets: the same line, parametrized another way, from another point
+    same = "{ \\begin{pmatrix} 4 \\\\ 1 \\end{pmatrix} + \\begin{pmatrix} 4 \\\\ −2 \\end{pmatrix} t | t ∈R }"
+    assert check(vs["answer"], same).equivalent and check(vs["answer"], same).method == "vector_set"
+    assert not check(vs["answer"], same.replace("4 \\\\ 1", "4 \\\\ 2")).equivalent
     point = VerifiableStage().embedded({"question": GAUSS + "(a) 2x + 2y = 5 x −4y = 0", "question_type": "open", "tags": [],
                                         "answer": "Gaussian reduction −(1/2)ρ1+ρ2 2x + 2y = 5 −→ −5y = −5/2 shows that y = "
                                                   "1/2 and x = 2 is the unique solution"}, ctx)

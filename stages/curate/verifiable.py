@@ -394,9 +394,7 @@ class VerifiableStage(CurateStage):
         if self.config.extract_final and _words(a) > 3:  # a worked solution that states its final answer
             final = extract_final_answer(a) if _words(a) > 6 else None
             if (system := system_final(q, a)) is not None:  # a solved linear system: the claim the system confirms
-                record = self._use_final(record, system)
-                if system.startswith("{"):  # a solution set written with vectors: a judge compares two such sets
-                    record["tags"] = sorted({*(record.get("tags") or []), "needs_judge"})
+                record = self._use_final(record, system)  # (a solution set: answer_check compares vector sets)
             elif final and len(final) < len(a) / 2:
                 record = self._use_final(record, final)
             elif (final := prose_final(q, a)) is not None:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 
+from rlclimb.environments import vector_sets
+
 from ..answer_consistency import bounded
 from ._common import Computed, _split
-from .matrices import _matrix
 
 # a decimal may be printed in digit groups ("0.000 3" for 0.0003, as SI style sets them)
 _NUM = r"\d+(?:\.\d{3}(?:[ \u2009]\d{1,3})+|\.\d+)?(?:/\d+)?"
@@ -42,10 +43,6 @@ _INEXACT = re.compile(r"\bround|\bsignificant\s+(?:digits|figures)|\bdecimal\s+p
 # the question asks for more than the solutions ("Identify the particular solution and ..."): the whole answer is the gold
 _MORE_ASKED = re.compile(r"\b(?:identify|also|describe|explain|verify|check|show|compare|interpret|why)\b", re.I)
 _TUPLE = re.compile(r"\(\s*((?:[a-zA-Z](?:_\{?\d{1,2}\}?)?\s*,\s*)+[a-zA-Z](?:_\{?\d{1,2}\}?)?)\s*\)\s*=\s*\(([^()]*)\)")
-# "{ p + d_1 s + d_2 t | s, t ∈R }" or a singleton "{ p }": vectors written as pmatrix columns
-_SET = re.compile(r"\{\s*((?:[+-]?\s*\\begin\{pmatrix\}.*?\\end\{pmatrix\}\s*(?:[a-zA-Z](?:_\{?\d{1,2}\}?)?)?\s*)+)"
-                  r"(?:\|\s*([a-zA-Z_{}\d,\s]+)\s*∈\s*(?:R|ℝ|\\mathbb\{R\})\s*)?\}", re.S)
-_SET_TERM = re.compile(r"([+-]?)\s*\\begin\{pmatrix\}(.*?)\\end\{pmatrix\}\s*((?:[a-zA-Z](?:_\{?\d{1,2}\}?)?)?)", re.S)
 
 
 def _plain(text: str) -> str:
@@ -131,34 +128,15 @@ def _point(answer: str, names: list[str]) -> dict | None:
 
 
 def _solution_set(answer: str, n: int):
-    """(particular vector, [direction vectors]) of the gold's first solution set written with vectors, or None."""
+    """(particular vector, [direction vectors], span) of the gold's first solution set written with vectors
+    (environments.vector_sets), or None."""
     # the solution set, not "the solution set of the associated homogeneous system is {...}"
-    m = next((m for m in _SET.finditer(answer) if "homogeneous" not in re.split(r"\.\s", answer[max(0, m.start() - 160):m.start()])[-1]),
-             None)
-    if m is None:
+    m = next((m for m in vector_sets.SET.finditer(answer)
+              if "homogeneous" not in re.split(r"\.\s", answer[max(0, m.start() - 160):m.start()])[-1]), None)
+    parsed = vector_sets.parse(m, n) if m is not None else None
+    if parsed is None:
         return None
-    params = {_var_name(p.strip()) for p in (m.group(2) or "").split(",") if p.strip()}
-    particular, directions = None, []
-    for sign, body, param in _SET_TERM.findall(m.group(1)):
-        v = _matrix(body.replace("-", "−"))
-        if v is None or v.shape != (n, 1):
-            return None
-        v = -v if sign == "-" else v
-        if param:
-            if _var_name(param) not in params:
-                return None
-            directions.append(v)
-        elif particular is None:
-            particular = v
-        else:
-            return None
-    if particular is None:
-        import sympy
-
-        particular = sympy.zeros(n, 1)
-    if len(directions) != len(params):
-        return None
-    return particular, directions, m.span()  # (_plain swaps characters one for one: the span is the gold's too)
+    return *parsed, m.span()  # (_plain swaps characters one for one: the span is the gold's too)
 
 
 def _claims(answer: str, names: list[str]) -> list[tuple[str, object]]:
