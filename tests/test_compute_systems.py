@@ -99,6 +99,8 @@ def test_verifiable_takes_the_checked_claim_and_usability_keeps_it():
     same = "{ \\begin{pmatrix} 4 \\\\ 1 \\end{pmatrix} + \\begin{pmatrix} 4 \\\\ −2 \\end{pmatrix} t | t ∈R }"
     assert check(vs["answer"], same).equivalent and check(vs["answer"], same).method == "vector_set"
     assert not check(vs["answer"], same.replace("4 \\\\ 1", "4 \\\\ 2")).equivalent
+    kept_set = UsabilityStage().embedded(dict(vs, meta="{}", source={"page": 28, "number": "2.18"}), ctx)
+    assert "cas_verified" in kept_set["tags"] and "needs_judge" not in kept_set["tags"]  # trainable: the checker compares
     point = VerifiableStage().embedded({"question": GAUSS + "(a) 2x + 2y = 5 x −4y = 0", "question_type": "open", "tags": [],
                                         "answer": "Gaussian reduction −(1/2)ρ1+ρ2 2x + 2y = 5 −→ −5y = −5/2 shows that y = "
                                                   "1/2 and x = 2 is the unique solution"}, ctx)

@@ -921,6 +921,8 @@ def mark_verified(record: Record) -> Record:
 
     if record.get("answer_type") in ("boolean", "choice", "proof"):
         return record
+    from rlclimb.environments.vector_sets import vector_set
+
     from .compute import checked_in_full, compute
 
     c = compute(record.get("question") or "", (record.get("answer") or "").strip())
@@ -929,7 +931,8 @@ def mark_verified(record: Record) -> Record:
     meta = json.loads(record.get("meta") or "{}")
     meta["cas"] = {"kind": c.kind, "value": c.value[:300]}
     record["meta"] = json.dumps(meta, sort_keys=True)
-    if len(record["answer"].split()) > 8 and checked_in_full(record.get("question") or "", record["answer"].strip()):
+    if len(record["answer"].split()) > 8 and vector_set(record["answer"]) is None \
+            and checked_in_full(record.get("question") or "", record["answer"].strip()):
         add_tag(record, "needs_judge")  # prose around checked claims: a judge compares, not the answer checker
     return add_tag(record, "cas_verified")
 
