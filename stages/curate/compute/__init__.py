@@ -1,8 +1,9 @@
 """Compute the gold where a computer algebra system can: for asks whose answer follows from the
 question as printed (a derivative, an antiderivative, the sequence a generating function makes, a
 recurrence's closed form, the sum of a progression, the terms of an expanded sum or product, a power modulo n, the solutions of a
-congruence, an element's order in Z_n, a complex number's value, a linear system's solutions, a matrix's eigenvalues and polynomials), compute the answer and compare
-it with the gold.
+congruence, an element's order in Z_n, a complex number's value, a linear system's solutions, a
+matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict), compute the answer and
+compare it with the gold.
 
 `compute(question, answer)` gives a `Computed` (the kind, the computed value, whether the gold
 agrees, and whether a disagreement is sure) or None: cannot tell. A question parses for a kind only
@@ -58,8 +59,9 @@ def compute(question: str, answer: str) -> Computed | None:
 
 def checked_in_full(question: str, answer: str) -> bool:
     """The gold's every claim was checked and it states all the question asks: a linear system's solutions, a
-    matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule), the possible minimal polynomials. Such a gold is graded by a
-    judge however long its prose, and is not dropped as unreadable or long-form."""
+    matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule), the
+    possible minimal polynomials. Such a gold is checkable however long its prose (a judge grades what the
+    answer checker cannot compare): it is not dropped as unreadable or long-form."""
     c = compute(question, answer)
     if c is None or not c.agrees:
         return False
