@@ -192,3 +192,17 @@ def test_an_item_the_system_cannot_compute_is_left_alone():
 
 def test_a_power_tower_is_cannot_tell_not_a_hang():
     assert compute("Evaluate each of the following.\n(a) 2^{2^{2^{2^{2^{2}}}}}", "4") is None
+
+
+@pytest.mark.parametrize("question,answer,want", [
+    # Levin: a polynomial's coefficient, the gold short or worked (its last sentence names the value)
+    ("What is the coefficient of x^{12} in (x + 2)^{15}?",
+     "To get an x^{12}, we must pick 12 of the 15 factors to contribute an x, leaving the other 3 to contribute a 2. There "
+     "are \\binom{15}{12} ways to select these 12 factors. In other words the coefifcient of x^{12} is \\binom{15}{12}2^3.", AGREE),
+    ("What is the coefficient of x^9 in the expansion of (x + 1)^{14} + x^3(x + 2)^{15}?",
+     "Use the binomial theorem. \\binom{14}{9} + \\binom{15}{6}2^9.", AGREE),
+    ("What is the coefficient of x^{10} in the expansion of (x + 1)^{13} + x^2(x + 1)^{17}?", "\\binom{13}{10} + \\binom{17}{7}.", WRONG),
+    ("What is the coefficient of x^{10} in the expansion of (x + y)^{13}?", "\\binom{13}{10} y^3", UNTOLD),  # two letters
+])
+def test_coefficient(question, answer, want):
+    assert outcome(question, answer) == want

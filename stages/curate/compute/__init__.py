@@ -30,6 +30,7 @@ from .matrices import matrix, matrix_facts
 from .numbers import congruence, element_order, evaluate, finite, remainder
 from .sequences import (
     closed_formula,
+    coefficient,
     generating_function,
     progression_sum,
     recurrence,
@@ -37,7 +38,7 @@ from .sequences import (
 )
 from .systems import linear_system
 
-KINDS = (derivative, chained_derivative, linear_system, logic, logic_verdict, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, evaluate, remainder, congruence,
+KINDS = (derivative, chained_derivative, linear_system, logic, logic_verdict, antiderivative, generating_function, recurrence, closed_formula, progression_sum, sum_expansion, coefficient, evaluate, remainder, congruence,
          element_order, ode_solution, eigen_facts, possible_minimal, matrix, finite, matrix_facts)
 
 
@@ -60,11 +61,11 @@ def compute(question: str, answer: str) -> Computed | None:
 def checked_in_full(question: str, answer: str) -> bool:
     """The gold's every claim was checked and it states all the question asks: a linear system's solutions, a
     matrix's eigenvalues, polynomials and eigenspaces, a truth-table verdict (equivalent, a valid rule), the
-    possible minimal polynomials. Such a gold is checkable however long its prose (a judge grades what the
+    possible minimal polynomials, a polynomial's coefficient. Such a gold is checkable however long its prose (a judge grades what the
     answer checker cannot compare): it is not dropped as unreadable or long-form."""
     c = compute(question, answer)
     if c is None or not c.agrees:
         return False
     if c.kind == "possible_minimal":  # (the degrees a question may also ask for are not checked)
         return "degree" not in question.lower()
-    return c.kind in ("linear_system", "logic_verdict") or c.kind == "eigen" and checks_all(question)
+    return c.kind in ("linear_system", "logic_verdict", "coefficient") or c.kind == "eigen" and checks_all(question)

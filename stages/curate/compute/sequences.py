@@ -368,3 +368,31 @@ def sum_expansion(question: str, answer: str) -> Computed | None:
         return Computed("sum_expansion", shown, True)
     which = f"term {bad + 1}" if bad < len(terms) else "the last term"
     return Computed("sum_expansion", shown, False, detail=f"{which} should be {want[bad]}, the gold has {got[bad]}")
+
+
+_COEFFICIENT_ASK = re.compile(r"^\s*what\s+is\s+the\s+coefficient\s+of\s+x(?:\^\{?(\d+)\}?)?\s+in\s+(?:the\s+expansion\s+of\s+)?"
+                              r"(.+?)\s*\?\s*$", re.I | re.S)
+
+
+@bounded
+def coefficient(question: str, answer: str) -> Computed | None:
+    """"What is the coefficient of x^{12} in (x + 2)^{15}?" answered "... In other words the coefficient of x^{12}
+    is \\binom{15}{12}2^3.": the polynomial's coefficient against the gold's value (the whole answer, its last
+    sentence, or what that sentence says the coefficient is)."""
+    import sympy
+
+    m = _COEFFICIENT_ASK.match(question)
+    if m is None:
+        return None
+    f = _value(m.group(2), letters="x")
+    if f is None or {s.name for s in f.free_symbols} != {"x"}:
+        return None
+    x = next(iter(f.free_symbols))
+    want = sympy.Poly(sympy.expand(f), x).coeff_monomial(x ** int(m.group(1) or 1))
+    last = re.split(r"(?<=\.)\s+", answer.strip())[-1]
+    stated = re.search(r"\bcoef\w*\s+of\s+x(?:\^\{?\d+\}?)?\s+is\s+(.+?)\.?\s*$", last, re.I)
+    candidates = (answer, last, stated.group(1) if stated else "")
+    got = next((v for v in map(_value, candidates) if v is not None and not v.free_symbols), None)
+    if got is None:
+        return None
+    return Computed("coefficient", str(want), bool(_same(got, want)), sure=True, detail=f"the coefficient is {want}")
