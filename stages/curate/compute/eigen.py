@@ -7,11 +7,12 @@ characteristic polynomial is c(x) = (x −2)^2(x −3)(x −5) and the minimal p
 The one square matrix of the part (else of the stem) is the matrix asked about. Each claim of the gold is checked
 against it: every "λ = value" is an eigenvalue, every characteristic polynomial or equation it states is the
 characteristic polynomial up to a constant factor (books write det(A − xI) and det(xI − A)), every minimal
-polynomial (or "the minimal polynomial is the same") is the minimal one. The gold agrees when every claim holds
-and it states what the question asks (all the eigenvalues when they are asked, a polynomial when one is asked);
-a claim that fails is a sure mismatch when every claim parsed; a gold that leaves out what is asked is "cannot tell". Eigenvectors are
-checked as the eigenspaces the gold writes as sets ("{ (b_2/2, b_2) | b_2 ∈ C }": A v = λ v in the parameters,
-as many parameters as the eigenspace's dimension), one per eigenvalue when eigenvectors are asked.
+polynomial (or "the minimal polynomial is the same") is the minimal one, and every eigenspace it writes as a set
+("{ (b_2/2, b_2) | b_2 ∈ C }") is one: A v = λ v in the parameters, as many parameters as the eigenspace's
+dimension. The gold agrees when every claim holds and it states what the question asks (all the eigenvalues, a
+polynomial, one eigenspace per eigenvalue, when asked); a claim that fails is a sure mismatch; a gold that leaves
+out what is asked is "cannot tell". `possible_minimal` checks the list of possible minimal polynomials of a given
+characteristic polynomial.
 """
 
 from __future__ import annotations
