@@ -451,7 +451,7 @@ def verify(image: str, instance: dict, trials: int = 3) -> Verification:
     status varies across the trials of either is flaky and dropped; F2P tests must fail with the
     empty patch and pass with the gold one every time, P2P tests pass with the gold one every
     time (others are dropped). Not ok when F2P ends up empty. Without FAIL_TO_PASS in the
-    instance the signal comes from the first trial's runs."""
+    instance the candidates come from every trial's pair of runs."""
     empty_runs: list[TestRun] = []
     gold_runs: list[TestRun] = []
     try:
@@ -460,9 +460,14 @@ def verify(image: str, instance: dict, trials: int = 3) -> Verification:
             gold_runs.append(run_tests(image, instance, patch=instance.get("patch") or ""))
         if "FAIL_TO_PASS" in instance and instance["FAIL_TO_PASS"] is not None:
             f2p, p2p = _as_list(instance["FAIL_TO_PASS"]), _as_list(instance.get("PASS_TO_PASS"))
-        else:
-            _check_reference(empty_runs[0], gold_runs[0])
-            f2p, p2p = signal_from(empty_runs[0], gold_runs[0])
+        else:  # every trial's signal: a test that passed with the gold patch in any trial is a candidate, so
+            # one that passed only sometimes is found flaky below instead of missed by the first trial
+            _check_reference(empty_runs[0], gold_runs[0])  # (the later trials' failures are reported below)
+            f2p, p2p = [], []
+            for before, after in zip(empty_runs, gold_runs, strict=True):
+                f, p = signal_from(before, after)
+                f2p += [t for t in f if t not in f2p]
+                p2p += [t for t in p if t not in p2p]
     except GradingError as e:
         return Verification(False, str(e))
     for label, runs in (("empty patch", empty_runs), ("gold patch", gold_runs)):
