@@ -237,3 +237,16 @@ def test_diff_files_and_run_list(fixture_instance):
         "--- a/tests/test_old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n",
     }
     assert grading.files_to_run(gone) == ["tests/test_calc.py", "tests/test_flaky.py"]
+
+
+def test_verify_takes_candidates_from_every_trial(monkeypatch):
+    """The aggregation alone, over recorded runs (the containers are the real test above): a test that passes
+    with the gold patch in the second trial only is flaky, not missed because the first trial failed it."""
+    runs = iter([
+        grading.TestRun({"t::fix": "failed", "t::coin": "failed"}, ""), grading.TestRun({"t::fix": "passed", "t::coin": "failed"}, ""),
+        grading.TestRun({"t::fix": "failed", "t::coin": "failed"}, ""), grading.TestRun({"t::fix": "passed", "t::coin": "passed"}, ""),
+        grading.TestRun({"t::fix": "failed", "t::coin": "failed"}, ""), grading.TestRun({"t::fix": "passed", "t::coin": "failed"}, ""),
+    ])  # empty, gold, empty, gold, ...
+    monkeypatch.setattr(grading, "run_tests", lambda image, instance, patch: next(runs))
+    v = grading.verify("unused", {"instance_id": "x", "patch": "diff"}, trials=3)
+    assert v.ok and v.fail_to_pass == ["t::fix"] and v.flaky == ["t::coin"]
