@@ -15,6 +15,7 @@ solves an underdetermined system is a doubt (one of many).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from rlclimb.environments import vector_sets
@@ -195,8 +196,10 @@ def _ask(question: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 @bounded
-def linear_system(question: str, answer: str) -> Computed | None:
+def _checked(question: str, answer: str):
+    """(unknowns, the gold's claims, the Computed) of a system the question asks to solve, or None."""
     import sympy
 
     run = _ask(question)
@@ -211,13 +214,18 @@ def linear_system(question: str, answer: str) -> Computed | None:
     want, free = _describe(names, A, b)
     failed = [(c, v) for c, v in claims if not _holds(c, v, names, A, b, free)]
     if not failed:
-        return Computed("linear_system", want, True)
+        return names, claims, Computed("linear_system", want, True)
     claim, value = failed[0]
     stated = claim if claim != "point" else ", ".join(f"{n} = {value[n]}" for n in names)
     # a point that solves the equations but not uniquely is one solution of many: a doubt
     one_of_many = claim == "point" and free > 0 and A * sympy.Matrix([value[n] for n in names]) == b
     sure = len(claims) == 1 and not one_of_many
-    return Computed("linear_system", want, False, sure, f"the gold says {stated}; the system has {want}")
+    return names, claims, Computed("linear_system", want, False, sure, f"the gold says {stated}; the system has {want}")
+
+
+def linear_system(question: str, answer: str) -> Computed | None:
+    out = _checked(question, answer)
+    return out[2] if out else None
 
 
 def system_final(question: str, answer: str) -> str | None:
@@ -225,15 +233,10 @@ def system_final(question: str, answer: str) -> str | None:
     values, in the unknowns' order), "no solution", "many solutions" (only when the ask offers that
     conclusion), or the solution set as the gold writes it. None otherwise, and when the question asks for
     more than the solutions (then the whole answer is the gold)."""
-    run = _ask(question)
-    if run is None or _MORE_ASKED.search(question):
+    out = _checked(question, answer) if not _MORE_ASKED.search(question) else None
+    if out is None or not out[2].agrees:
         return None
-    c = linear_system(question, answer)
-    if c is None or not c.agrees:
-        return None
-    names, _, _ = _system(run)
-    plain = _plain(answer)
-    claims = dict(_claims(plain, names))
+    claims = dict(out[1])
     if "point" in claims:
         return ", ".join(f"{n} = {v}" for n, v in claims["point"].items()).replace("-", "−")
     if "set" in claims:
@@ -244,4 +247,3 @@ def system_final(question: str, answer: str) -> str | None:
     if "many" in claims and re.search(r"many\s+solutions", question, re.I):
         return "many solutions"
     return None
-
