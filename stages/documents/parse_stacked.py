@@ -25,6 +25,7 @@ stacked just above or below another line and centred in it.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from .parse_glyph_pool import (
@@ -182,11 +183,17 @@ def _join_script_line(pool: GlyphPool, atom: Glyph) -> set[int]:
 def _em(rule: Rule, chars: list[Glyph]) -> float:
     """The text size of a fraction's rows: the biggest size of the glyphs sitting on the bar or
     hanging under it (its scripts are smaller, and may be more: "r^{3/2}"; lines of prose
-    farther off do not count), leaving out extension-font glyphs (big operators)."""
-    return max((round(g.size, 1) for g in chars
-                if not g.blank and rule.x0 <= g.mid <= rule.x1 and not is_extension(g.font)
-                and (0.05 * g.size < rule.y - g.oy < 0.85 * g.size
-                     or -0.3 * g.size < g.oy - TOP * g.size - rule.y < 0.55 * g.size)), default=0.0)
+    farther off do not count), leaving out extension-font glyphs (big operators), and brackets and
+    rebuilt pieces where there is other text: a denominator's "(" may be set bigger than its
+    letters ("mv" over "(½M + m)R", its "½" hosted by the "(")."""
+    sizes = [(g.atom or g.text in _BRACKETS, round(g.size, 1)) for g in chars
+             if not g.blank and rule.x0 <= g.mid <= rule.x1 and not is_extension(g.font)
+             and (0.05 * g.size < rule.y - g.oy < 0.85 * g.size
+                  or -0.3 * g.size < g.oy - TOP * g.size - rule.y < 0.55 * g.size)]
+    return max((s for other, s in sizes if not other), default=max((s for _, s in sizes), default=0.0))
+
+
+_BRACKETS = frozenset("()[]{}|")
 
 
 def _row(members: list[Glyph]) -> float:
@@ -197,8 +204,21 @@ def _row(members: list[Glyph]) -> float:
 def _text(members: list[Glyph]) -> str:
     """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them; its
     text size is its biggest glyphs' (few glyphs: "x^{-5}" has more in the script)."""
-    spans = glyph_spans(sorted(members, key=reading_order))
+    delimiters = document_fonts().delimiters
+    big = [g for g in members if is_extension(g.font) and g.text in delimiters.get(g.font, ())]
+    if big:  # a big delimiter in it ("(\frac{1}{d} − \frac{1}{D})") is its symbol, on the text's row
+        # (in a text font: a script after it, "]^{\frac{1}{2}}", is read as one)
+        text = [g for g in members if g not in big and not g.blank and not g.atom] or members
+        row, font = _row(text), Counter(g.font for g in text).most_common(1)[0][0]
+        members = [replace(g, text=delimiters[g.font][g.text], oy=row, font=font) if g in big else g for g in members]
     size = max((g.size for g in members if not g.blank), default=None)
+    ordered = sorted(members, key=reading_order)
+    if size:  # a script's own space before it ("]", " ", "\frac{1}{2}" raised) would part it from its base
+        ordered = [g for i, g in enumerate(ordered) if not (
+            g.blank and g.size < 0.9 * size and 0 < i < len(ordered) - 1 and not ordered[i - 1].blank
+            and ordered[i - 1].size >= 0.9 * size and ordered[i + 1].size < 0.9 * size
+            and ordered[i - 1].oy - ordered[i + 1].oy > 0.12 * size)]
+    spans = glyph_spans(ordered)
     return " ".join(line_text(spans, size=size).split())
 
 
@@ -247,27 +267,62 @@ def _fraction(rule: Rule, chars: list[Glyph], rules: list[Rule]) -> tuple[Glyph,
         return None
     members = num + den
     taken = {id(g) for g in members}
-    # rows that run past the bar (on any baseline of the part; a big bracket beside it does not count)
+    others = [r for r in rules if r is not rule]
+    # rows that run past the bar (on any baseline of the part; a big bracket beside it does not
+    # count, nor a glyph of another bar's rows: fractions set side by side, "\frac{qe}{m_e}\frac{1}{d}")
     for part in (ink_num, ink_den):
         a, b = min(g.x0 for g in part), max(g.x1 for g in part)
         rows = {g.oy for g in part}
         for g in chars:
             if id(g) not in taken and not g.blank and not g.atom and not is_extension(g.font) \
                     and (a - 0.4 * em < g.x1 <= a + 0.1 * em or b - 0.1 * em <= g.x0 < b + 0.4 * em) \
-                    and any(abs(g.oy - row) < 0.15 * em for row in rows):
+                    and any(abs(g.oy - row) < 0.15 * em for row in rows) \
+                    and not any(r.x0 <= g.mid <= r.x1 and -1.0 * em < g.oy - r.y < 1.5 * em for r in others):
                 return None
-    others = [r for r in rules if r is not rule]
     if _two_lines(rule, chars, taken, num_row, den_row, em, others):
         return None  # an overline over a list line's start under the line above (levin's complements)
     if _more_rows(inside, chars, taken, num_row, -1, em, others) or _more_rows(inside, chars, taken, den_row, 1, em,
                                                                               others):
         return None  # a numerator or denominator of several rows (vectors, determinants): not rebuilt
+    # and each part's big delimiters, in pairs, centred on its row on its side of the bar and
+    # within the bar's ends ("d[(a − x)x]^{\frac{1}{2}}" over "dx"): read with it, not tested as it
+    num, den = num + _big_pairs(chars, taken, num_row, rule, lo, hi, em, True), \
+        den + _big_pairs(chars, taken, den_row, rule, lo, hi, em, False)
+    members = num + den
     text = f"\\frac{{{_text(num)}}}{{{_text(den)}}}"
     axis = rule.y + 0.25 * em  # the baseline of the row the fraction sits in
     host = _beside(chars, taken, axis, rule.x0, rule.x1, em)
     line = host.line if host is not None else min(ink_num, key=lambda g: g.x0).line
     oy, size = (host.oy, host.size) if host is not None else (axis, em)
     return _atom(text, members, line, oy, size, rule), members
+
+
+def _big_pairs(chars: list[Glyph], taken: set[int], row: float, rule: Rule, lo: float, hi: float, em: float,
+               above: bool) -> list[Glyph]:
+    """A fraction part's big delimiters (an extension font's): each spans the part's row, its box
+    centred on the row's text (not a display's on the next line reaching up to it), all of them
+    on the part's side of the bar, between the bar's ends, and paired."""
+    delimiters = document_fonts().delimiters
+    centre = row - 0.3 * em
+    big = [g for g in chars if id(g) not in taken and g.text in delimiters.get(g.font, ()) and g.y0 < row < g.y1
+           and abs((g.y0 + g.y1) / 2 - centre) < 0.4 * em and lo <= g.x0 and g.x1 <= hi
+           and (g.y1 < rule.y + 0.15 * em if above else g.y0 > rule.y - 0.15 * em)]
+    symbols = "".join(delimiters[g.font][g.text] for g in sorted(big, key=lambda g: g.x0))
+    return big if big and _balanced(symbols) else []
+
+
+def _balanced(symbols: str) -> bool:
+    """Each opening delimiter closed after it, in order ("[()]", not ")(" or "(")."""
+    stack = []
+    for c in symbols:
+        if c in _OPENING:
+            stack.append(_OPENING[c])
+        elif not stack or stack.pop() != c:
+            return False
+    return not stack
+
+
+_OPENING = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⌊": "⌋", "⌈": "⌉"}
 
 
 def _two_lines(rule: Rule, chars: list[Glyph], taken: set[int], num_row: float, den_row: float, em: float,
@@ -338,13 +393,14 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     if sign.text != "√" and any(is_extension(g.font) and abs(g.x0 - rule.x1) <= 0.3 * em
                                 and abs(g.oy - sign.oy) < 0.5 * em for g in chars):
         return None  # pieces at both ends of the rule: a brace ("{", rule, "z", rule, "}"), not a root
-    under = [g for g in chars if g is not sign and rule.x0 - 0.1 * em <= g.mid <= rule.x1 + 0.1 * em
-             and g.bottom > rule.y + 0.1 * em and g.top > rule.y - 0.35 * em and g.bottom < rule.y + 1.8 * em]
-    ink = [g for g in under if not g.blank]
+    below = [g for g in chars if g is not sign and rule.x0 - 0.1 * em <= g.mid <= rule.x1 + 0.1 * em
+             and g.bottom > rule.y + 0.1 * em and g.top > rule.y - 0.35 * em]
+    # (a rebuilt piece by its top: a fraction's row sits lower under the overline)
+    ink = [g for g in below if not g.blank and (g.bottom < rule.y + 1.8 * em or g.atom and g.top < rule.y + 0.8 * em)]
     if not ink:
         return None
     row = _row(ink)
-    radicand = [g for g in under if g.bottom <= row + 0.4 * em]
+    radicand = [g for g in below if g.bottom <= row + 0.4 * em]
     index = [g for g in chars if g is not sign and not g.blank and g.size < 0.8 * em and g not in radicand
              and sign.x0 - 0.3 * em <= g.mid <= sign.x0 + 0.6 * (sign.x1 - sign.x0)
              and rule.y - 0.3 * em < g.oy < max(sign.oy + 1.0 * em, row)]
@@ -352,6 +408,7 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     # edge, whatever its width; an exponent of the glyph before the sign ("2^n√5") ends at it
     if index and not 0.25 * em <= max(g.x1 for g in index) - sign.x0 <= sign.x1 - sign.x0 + 0.1 * em:
         index = []
+    index = _run_from_right(index, em)  # (not the exponent before the sign beside it: "ω^i∛")
     inner = _text(radicand)
     text = f"\\sqrt[{_text(index)}]{{{inner}}}" if index else f"\\sqrt{{{inner}}}"
     # with the space MuPDF put where the sign stands in the row under it (else "e^{\\sqrt{2}} x")
@@ -364,6 +421,17 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     # the overline is its top: the sign's glyph box (a big glyph hung from the rule) says little
     atom.top, atom.y0 = rule.y, min(rule.y - 0.1 * em, *(g.y0 for g in ink))
     return atom, members
+
+
+def _run_from_right(glyphs: list[Glyph], em: float) -> list[Glyph]:
+    """The glyphs that run unbroken, on one baseline, leftwards from the rightmost one."""
+    ink = sorted((g for g in glyphs if not g.blank), key=lambda g: -g.x1)
+    run = ink[:1]
+    for g in ink[1:]:
+        if run[-1].x0 - g.x1 > 0.2 * em or abs(g.oy - run[0].oy) > 0.25 * em:
+            break
+        run.append(g)
+    return run
 
 
 def _beside(chars: list[Glyph], taken: set[int], row: float, x0: float, x1: float, em: float) -> Glyph | None:
