@@ -11,7 +11,9 @@ the stage's whole output record (lines, text, blocks, boxes, quality, ledger fie
 (reason and detail). The two dumps are compared line by line; the first differing pages are
 printed. Exit status 1 when any page differs. `--ocr vlm` (default) marks pages that need OCR
 instead of running Tesseract on them (the text-layer path is what speed work changes); `--ocr
-tesseract` runs the full stage, repair learning included.
+tesseract` runs the full stage, repair learning included. `--lines N`: for a change meant to
+alter the output (a notation fix), the first N changed text lines of all differing pages, base
+then new (a review of every line a change touches, not only the first pages).
 """
 
 from __future__ import annotations
@@ -71,6 +73,24 @@ def run_tree(root: Path, pdfs: list[Path], ocr: str, out: Path, tmp: Path) -> No
     subprocess.run([sys.executable, "-c", code, str(shim), ocr, str(out), *map(str, pdfs)], check=True, env=env)
 
 
+def _changed_lines(differ: list[tuple[bytes, bytes]], limit: int) -> None:
+    import difflib
+
+    import orjson
+
+    shown = 0
+    for x, y in differ:
+        a, b = orjson.loads(x), orjson.loads(y)
+        texts = [[ln["text"] if isinstance(ln, dict) else ln for ln in (r["out"].get("lines") or [])] for r in (a, b)]
+        for op in difflib.SequenceMatcher(None, *texts, autojunk=False).get_opcodes():
+            if op[0] == "equal":
+                continue
+            print(f"{b['page']}:\n  - " + "\n  - ".join(texts[0][op[1]:op[2]]) + "\n  + " + "\n  + ".join(texts[1][op[3]:op[4]]))
+            shown += 1
+            if shown >= limit:
+                return
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", type=Path, required=True, help="root of the tree before the change")
@@ -78,6 +98,7 @@ def main() -> int:
     ap.add_argument("--pdf", type=Path, action="append", help="PDF(s) (default: every book in shared/data/textbooks)")
     ap.add_argument("--ocr", choices=("vlm", "tesseract"), default="vlm")
     ap.add_argument("--show", type=int, default=5, help="differing pages to print")
+    ap.add_argument("--lines", type=int, default=0, help="changed text lines to print (all differing pages)")
     args = ap.parse_args()
     pdfs = args.pdf or sorted(BOOKS.glob("*.pdf"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -91,7 +112,9 @@ def main() -> int:
         print(f"page counts differ: base {len(a)}, new {len(b)}")
         return 1
     differ = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
-    for x, y in differ[: args.show]:
+    if args.lines:
+        _changed_lines(differ, args.lines)
+    for x, y in differ[: 0 if args.lines else args.show]:
         print(f"DIFF base: {x[:600].decode(errors='replace')}\n     new:  {y[:600].decode(errors='replace')}")
     digest = hashlib.sha256(b"\n".join(b)).hexdigest()[:16]
     print(f"{len(b)} pages of {len(pdfs)} PDFs: {len(differ)} differ; new dump sha256 {digest}")
