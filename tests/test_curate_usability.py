@@ -294,6 +294,9 @@ def test_taxonomy_document_prior_pulls_an_ambiguous_item_to_the_books_domain():
 
 @pytest.mark.parametrize("answer, damaged", [
     (r"\omega_{min} = \frac{g}{r} \sqrt{ } , \omega_{max} = 2", True),  # the radicand spilled out of its radical
+    (r"\omega_{min} = \frac{g}{r} \sqrt{( )} , \omega_{max} = 2", True),  # its big parentheses taken, not what they held
+    (r"|v| = \sqrt{( )_2 ( )_2}", True),
+    (r"v = \sqrt{(2)} + \sqrt{[x]}", False),  # brackets around something
     (r"x = \frac{1}{2}} + 1", True),  # a brace closing nothing
     (r"y = \frac{a}{b} + x^{2}", False),
     (r"{1, 3, 7, 9}", False),  # the book's own set braces: no rebuilt markup, not checked

@@ -635,13 +635,15 @@ def _unbalanced_script(text: str) -> str | None:
     return None
 
 
-_EMPTY_ARGUMENT = re.compile(r"\\(?:sqrt|frac|binom)(?:\[[^\]]*\])?\{\s*\}")
+# (or one holding only brackets around nothing and stray digits, "\sqrt{( )_2 ( )_2}": the rebuild
+# took a radicand's big parentheses and left what they held on other lines)
+_EMPTY_ARGUMENT = re.compile(r"\\(?:sqrt|frac|binom)(?:\[[^\]]*\])?\{(?:\s*|[^{}A-Za-z\\]*[(\[]\s*[)\]][^{}A-Za-z\\]*)\}")
 _REBUILT = re.compile(r"\\[a-z]+\{|[_^]\{")
 
 
 def _malformed_markup(text: str) -> str | None:
     """LaTeX the notation rebuild wrote that cannot be what the page shows: a radical, fraction or
-    binomial with an empty argument ("\\sqrt{ }": its radicand spilled beside it), or braces that
+    binomial with an empty argument ("\\sqrt{ }", "\\sqrt{( )}": its radicand spilled beside it), or braces that
     do not balance ("\\frac{2}{R}^R}_1"). Only text with rebuilt markup is checked: plain sets
     "{1, 3}" are the book's own braces."""
     if not _REBUILT.search(text):
@@ -986,7 +988,7 @@ def load_prompt(name: str) -> str:
 
 class UsabilityStage(CurateStage):
     name = "usability"
-    version = "26"  # v26: a gold whose every claim the CAS checked (compute.checked_in_full) is checkable, judged; v25: no earlier_givens finding (part_context gives such a part its earlier parts) (earlier versions: DESIGN.md's rounds)
+    version = "27"  # v27: a radical or fraction holding only brackets around nothing is malformed (layout_damaged); v26: a gold whose every claim the CAS checked (compute.checked_in_full) is checkable, judged; v25: no earlier_givens finding (part_context gives such a part its earlier parts) (earlier versions: DESIGN.md's rounds)
     Config = UsabilityConfig
 
     def embedded(self, record: Record, ctx: StageContext) -> Record | Drop:
