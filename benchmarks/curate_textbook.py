@@ -65,6 +65,9 @@ book of hefferon, levin and ostp, labeled blind the same way before the seventee
 (hefferon's drawn from a run on a machine without Tesseract, so two of its answer-key pages were ledgered
 `ocr_unavailable` instead of OCR'd: the draw differs from an OCR'd run's, every drawn item is in both);
 measured on that round's starting code and on its final code.
+`heldout17` (seed 2048, ddf1a29's uncurated output, none matching a heldout16 or earlier label): 20 items per
+book of hefferon, levin and ostp, labeled blind the same way before the eighteenth round changed anything;
+measured on that round's starting code and on its final code.
 """
 
 from __future__ import annotations
