@@ -124,6 +124,26 @@ def test_numbers_gate_can_be_switched_off():
     assert set(run(MinHashDedup(numbers="ignore"), texts)[1]) == {"r1"}
 
 
+def test_minimal_pairs_with_other_answers_are_two_problems():
+    # a book's minimal pairs (judson, ostp): one word apart, the answer flips; a pair printed twice
+    # and a near-identical copy whose answer is formatted otherwise stay duplicates
+    recs = [{"id": "order", "question": "Prove or disprove: Every subgroup of the integers has finite order.", "answer": "False."},
+            {"id": "index", "question": "Prove or disprove: Every subgroup of the integers has finite index.", "answer": "True"},
+            {"id": "same", "question": "Prove or disprove: every subgroup of the integers has finite order!", "answer": "False."},
+            {"id": "wires", "question": "Two parallel identical wires carry currents in the same direction. The magnetic force "
+                                        "between the wires is: Attractive, Repulsive, Zero.", "answer": "Attractive"},
+            {"id": "wires2", "question": "Two parallel identical wires carry currents in opposite directions. The magnetic force "
+                                         "between the wires is: Attractive, Repulsive, Zero.", "answer": "Repulsive"},
+            {"id": "copy", "question": "Two parallel identical wires carry currents in the same direction. The magnetic force "
+                                       "between the wires is: Attractive, Repulsive, Zero. ", "answer": "(A) attractive"}]
+    kept, drops = run(MinHashDedup(), recs)
+    assert kept == ["order", "index", "wires", "wires2"]
+    assert drops["same"].detail.startswith("near-duplicate of order ") and drops["copy"].detail.startswith("near-duplicate of wires ")
+    long = [dict(r, answer=r["answer"] + " " + "Because every nonzero subgroup nZ is infinite. " * 6) for r in recs[:2]]
+    assert set(run(MinHashDedup(), long)[1]) == {"index"}  # worked answers are not compared
+    assert set(run(MinHashDedup(answers="ignore"), recs)[1]) == {"index", "same", "wires2", "copy"}
+
+
 @pytest.mark.parametrize("keep, expect", [("earliest", "a"), ("longest_answer", "b"), ("source_priority", "c")])
 def test_representative_rule(keep, expect):
     q = "How many ways can 5 distinct books be arranged on a shelf?"

@@ -252,7 +252,8 @@ def test_qa_jsonl_with_dedup_and_decontam_matches_local(cluster, tmp_path):
 
 def write_clusters(path: Path, n: int = 400) -> None:
     """Templated questions in clusters of 1 to 5 near-duplicates (answers of varied length, so
-    keep=longest_answer picks a representative other than the first), exact copies, blanks."""
+    keep=longest_answer picks a representative other than the first; the same number in each, so
+    a cluster's answers agree), exact copies, blanks."""
     lines = []
     for i in range(n):
         c, k = divmod(i, 4)
@@ -260,7 +261,7 @@ def write_clusters(path: Path, n: int = 400) -> None:
         q = [base + "?", base + ", roughly?", base.upper() + "?", base.replace("travels", "goes") + "?"][k] if c % 3 else base + f" {i}?"
         if i % 53 == 0:
             q = ""
-        lines.append(json.dumps({"question": q, "answer": "x" * ((i * 7) % 11 + 1)}))
+        lines.append(json.dumps({"question": q, "answer": f"{3 * c} minutes" + " roughly" * ((i * 7) % 11)}))
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -158,13 +158,13 @@ _EDGES = pa.schema([("a", pa.int64()), ("b", pa.int64()), ("rank_a", pa.int64())
 
 
 class MinHashScratch:
-    """Where the signature job keeps each slice's signatures, (rank, numbers key) and ids
+    """Where the signature job keeps each slice's signatures, (rank, numbers key, answer key) and ids
     (`ray_scratch`: the run dir's tmp, or its URL in the store: no shared mount needed)."""
 
     def __init__(self, location: str, starts: list[int], num_perm: int):
         self.location, self.starts = location, starts
         self.sig = Rows(location, "sig", starts, np.uint32, num_perm)
-        self.meta = Rows(location, "meta", starts, np.int64, 2)
+        self.meta = Rows(location, "meta", starts, np.int64, 3)
 
     def ids_path(self, start: int) -> str:
         return scratch_join(self.location, f"ids-{start:012d}.parquet")
@@ -202,7 +202,8 @@ class MinHashSketcher:
         records = s.read()
         sk = self.stage.sketch(records, self.hasher)
         idx = s.start + np.arange(len(records))
-        meta = np.stack([np.fromiter((rank_of(r, c) for r in records), np.int64, len(records)), sk["nums"]], axis=1)
+        meta = np.stack([np.fromiter((rank_of(r, c) for r in records), np.int64, len(records)), sk["nums"], sk["answers"]],
+                        axis=1)
         self.scratch.write(s.start, sk["sigs"], meta, [str(r.get("id") or g) for r, g in zip(records, idx.tolist(), strict=True)])
         present = sk["present"]
         salt = sk["nums"][present] if c.numbers == "exact" else None
@@ -211,7 +212,7 @@ class MinHashSketcher:
         return pa.table([partition_of(flat, c.partitions), flat, np.repeat(idx[present], keys.shape[1])], schema=_BANDS)
 
 
-def _verify_group(group: pa.Table, threshold: float, scratch: MinHashScratch) -> pa.Table:
+def _verify_group(group: pa.Table, stage: MinHashDedup, scratch: MinHashScratch) -> pa.Table:
     """One band partition: its candidate pairs, verified like the local stage's."""
     keys, idx = group["key"].to_numpy(), group["idx"].to_numpy()
     order = np.lexsort((idx, keys))  # the local stage's order: entries by key, then input index
@@ -220,13 +221,13 @@ def _verify_group(group: pa.Table, threshold: float, scratch: MinHashScratch) ->
     a = (codes >> np.uint64(32)).astype(np.int64)
     b = (codes & np.uint64(0xFFFFFFFF)).astype(np.int64)
     ok = np.zeros(len(a), bool)
-    ma, mb = np.zeros((len(a), 2), np.int64), np.zeros((len(a), 2), np.int64)
+    ma, mb = np.zeros((len(a), 3), np.int64), np.zeros((len(a), 3), np.int64)
     for lo in range(0, len(a), 8192):
         sl, k = slice(lo, lo + 8192), len(a[lo : lo + 8192])
         both = np.concatenate((a[sl], b[sl]))  # one read of the chunk's rows (from the store: by ranges)
         meta, sigs = scratch.meta.take(both), scratch.sig.take(both)
         ma[sl], mb[sl] = meta[:k], meta[k:]
-        ok[sl] = (ma[sl, 1] == mb[sl, 1]) & (estimated_jaccard(sigs[:k], sigs[k:]) >= threshold)
+        ok[sl] = stage.duplicates(estimated_jaccard(sigs[:k], sigs[k:]), ma[sl, 1], mb[sl, 1], ma[sl, 2], mb[sl, 2])
     checked = np.zeros(int(ok.sum()) + 1, np.int64)
     checked[-1] = len(codes)  # the last row counts the candidates (a = b = -1)
     return pa.table([np.append(a[ok], -1), np.append(b[ok], -1), np.append(ma[ok, 0], 0), np.append(mb[ok, 0], 0), checked],
@@ -239,7 +240,7 @@ def minhash_decisions(stage: MinHashDedup, slices: list[Slice], n: int, ctx: Sta
     scratch = MinHashScratch(location, [s.start for s in slices], c.num_perm)
     bands = run(_slices_ds(run.ray_data, slices), MinHashSketcher, actor={"stage": stage, "scratch": scratch})
     edges = _collect(bands.groupby("part").map_groups(
-        _verify_group, batch_format="pyarrow", fn_kwargs={"threshold": c.threshold, "scratch": scratch}), _EDGES)
+        _verify_group, batch_format="pyarrow", fn_kwargs={"stage": stage, "scratch": scratch}), _EDGES)
     t1 = time.perf_counter()
     real = edges.filter(pc.greater_equal(edges["a"], 0))
     candidates = int(pc.sum(edges["checked"]).as_py() or 0)
