@@ -12,7 +12,7 @@ import pymupdf
 from rlclimb.pipelines.readers_pdf import PdfPageReader
 from rlclimb.stages.documents import parse_pdf
 from rlclimb.stages.documents.parse_layout import stext_blocks
-from rlclimb.stages.documents.parse_stacked import page_rules, rebuild_from, wants_stacked
+from rlclimb.stages.documents.parse_stacked import page_rules, rebuild_from
 
 S = 11.0  # text size
 FONT = pymupdf.Font("helv")  # embedded as a font file, so "√" and "−" keep their Unicode
@@ -136,20 +136,24 @@ def test_a_footnote_rule_is_no_fraction_bar(tmp_path):
     assert rebuild_from(blocks, textpage.extractRAWDICT()["blocks"], page_rules(page), {}) == 0
 
 
-def test_plain_text_pages_skip_the_pass(tmp_path):
+def test_plain_text_pages_skip_the_pass_and_inline_fractions_are_found(tmp_path):
     w = Writer()
-    for k in range(30):  # paragraphs: left-aligned lines, short last lines
+    for k in range(30):  # paragraphs: left-aligned lines, short last lines, no drawing
         w.text(72 + (18 if k % 5 == 0 else 0), 80 + 14 * k, "Prose that runs across the page and on" if k % 5 != 4
                else "to a short end.")
-    w.save(tmp_path / "prose.pdf")
-    page = pymupdf.open(tmp_path / "prose.pdf")[0]
-    assert not wants_stacked(stext_blocks(page.get_textpage(flags=parse_pdf.text_flags())))
-    w2 = Writer()
-    x = w2.text(72, 100, "Is f(p/q) = ")
-    w2.fraction(x, 100, "p + 1", "p − 2")
-    w2.save(tmp_path / "one.pdf")
-    page = pymupdf.open(tmp_path / "one.pdf")[0]
-    assert wants_stacked(stext_blocks(page.get_textpage(flags=parse_pdf.text_flags())))
+    page = pymupdf.open(w.save(tmp_path / "prose.pdf"))[0]
+    assert page_rules(page) == []  # nothing to read glyphs for
+    # a text-style fraction inside a paragraph, its numerator ending one text line and its
+    # denominator starting the next (lebl's "l'équation logistique dx/dt = kx(M − x)"): no line
+    # of its own, no short line stacked on another; its bar is the cue
+    w = Writer()
+    w.text(72, 100, "We start with the logistic equation and then we")
+    x = w.text(72, 114, "change it: the rate ")
+    w.fraction(x, 114, "dx", "dt", 0.75 * S)
+    w.text(x + FONT.text_length("dx", fontsize=0.75 * S) + 3, 114, " = kx(M − x) is proportional to x.")
+    w.text(72, 128, "Solving this system gives the constants below.")
+    lines = parse_lines(w.save(tmp_path / "inline.pdf"))
+    assert "change it: the rate \\frac{dx}{dt} = kx(M − x) is proportional to x." in lines, lines
 
 
 def test_rows_of_several_lines_over_a_bar_are_left_alone(tmp_path):
