@@ -58,3 +58,30 @@ def test_an_index_is_not_joined_by_the_exponent_before_the_sign(tmp_path):
     w.rule(end, over, y - 0.8 * S)
     lines = parse_lines(w.save(tmp_path / "index.pdf"))
     assert lines == ["z = w^i\\sqrt[3]{A}"], lines
+
+
+def test_a_radicand_of_big_parentheses_around_fractions(tmp_path):
+    # √((a/b)^2 + 1), as hefferon's norm: the big parentheses (an extension font's, hung from
+    # their tops) no longer set the radicand's row, so the "+ 1" on the row is read too; a piece of
+    # a tall bracket is never a radical sign
+    from test_parse_stacked_delimited import AXIS, EXT
+    from test_parse_stacked_delimited import S as ES
+    from test_parse_stacked_delimited import Writer as ExtWriter
+
+    EXT.setdefault(18, ("parenleftbigg", 600, 40, 2360))  # codes 0x12, 0x13: what real books' text layers hold
+    EXT.setdefault(19, ("parenrightbigg", 600, 40, 2360))
+    w = ExtWriter()
+    y = 200.0
+    x = w.text(72, y, "n = ")
+    top = y - AXIS * ES - 1.2 * ES  # (code 18's box: 2.4 em tall, centred on the axis)
+    over = top - 0.45 * ES  # (TeX leaves a gap over the radicand box)
+    sign = w.text(x, over + 0.5 * ES, "√", ES)  # at the overline (TeX hangs its big signs from it)
+    left = w.centred(sign + 0.5, y, 18)
+    end = w.stack(left, y, "a", "b", 0.677 * ES, 0.686 * ES, ES)
+    w.rule(left, end, y - AXIS * ES)
+    right = w.centred(end, y, 19)
+    x = w.text(right + 0.5, y - 1.2 * ES, "2", 0.7 * ES)
+    end = w.text(x, y, " + 1")
+    w.rule(sign, end + 0.5, over)
+    lines = parse_lines(w.save(tmp_path / "norm.pdf"))
+    assert [ln.replace(" ", "") for ln in lines] == ["n=\\sqrt{(\\frac{a}{b})^2+1}"], lines

@@ -139,7 +139,7 @@ class ParsePdfConfig(StageConfig):
 
 class ParsePdf(Stage):
     name = "parse"
-    version = "15"  # v15: fractions found by their bars alone (no text cue: inline fractions in prose); v14: nested display fractions (brackets set bigger than the letters, side by side, big delimiters in a part), radicals over fractions, an index apart from the exponent before the sign; v13: a script on the math-italic 𝜕 (unicode-math fonts); v12: a script on ∂ (∂^2u/∂x^2); v11: \mapsto (cmsy bar + arrow) read as one arrow; v10: TeX glyph names the AGL lacks (negated relations, pxsys vec); v9: nested scripts, fraction triggers, marks before fractions, cells in big brackets, part grids, per-document extension fonts
+    version = "16"  # v16: a radicand row read from its text, not its big delimiters (hung from their tops); a bracket piece is no radical sign; v15: fractions found by their bars alone (no text cue: inline fractions in prose); v14: nested display fractions (brackets set bigger than the letters, side by side, big delimiters in a part), radicals over fractions, an index apart from the exponent before the sign; v13: a script on the math-italic 𝜕 (unicode-math fonts); v12: a script on ∂ (∂^2u/∂x^2); v11: \mapsto (cmsy bar + arrow) read as one arrow; v10: TeX glyph names the AGL lacks (negated relations, pxsys vec); v9: nested scripts, fraction triggers, marks before fractions, cells in big brackets, part grids, per-document extension fonts
     kind = "map"
     Config = ParsePdfConfig
     output_model = DocPage

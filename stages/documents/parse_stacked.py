@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from .parse_extension import PIECES
 from .parse_glyph_pool import (
     TOP,
     Glyph,
@@ -166,7 +167,7 @@ def _text(members: list[Glyph]) -> str:
     """A numerator's (radicand's...) text, its scripts written as `parse_math` writes them; its
     text size is its biggest glyphs' (few glyphs: "x^{-5}" has more in the script)."""
     delimiters = document_fonts().delimiters
-    big = [g for g in members if is_extension(g.font) and g.text in delimiters.get(g.font, ())]
+    big = [g for g in members if not g.synthetic and is_extension(g.font) and g.text in delimiters.get(g.font, ())]
     if big:  # a big delimiter in it ("(\frac{1}{d} − \frac{1}{D})") is its symbol, on the text's row
         # (in a text font: a script after it, "]^{\frac{1}{2}}", is read as one)
         text = [g for g in members if g not in big and not g.blank and not g.atom] or members
@@ -265,7 +266,7 @@ def _big_pairs(chars: list[Glyph], taken: set[int], row: float, rule: Rule, lo: 
     on the part's side of the bar, between the bar's ends, and paired."""
     delimiters = document_fonts().delimiters
     centre = row - 0.3 * em
-    big = [g for g in chars if id(g) not in taken and g.text in delimiters.get(g.font, ()) and g.y0 < row < g.y1
+    big = [g for g in chars if id(g) not in taken and not g.synthetic and g.text in delimiters.get(g.font, ()) and g.y0 < row < g.y1
            and abs((g.y0 + g.y1) / 2 - centre) < 0.4 * em and lo <= g.x0 and g.x1 <= hi
            and (g.y1 < rule.y + 0.15 * em if above else g.y0 > rule.y - 0.15 * em)]
     symbols = "".join(delimiters[g.font][g.text] for g in sorted(big, key=lambda g: g.x0))
@@ -341,10 +342,13 @@ def _more_rows(inside: list[Glyph], chars: list[Glyph], taken: set[int], row: fl
 
 
 def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None:
-    delimiters = document_fonts().delimiters
-    # (an extension glyph its font's names call a delimiter is none: lebl's big "(" before "nπ/λ")
-    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and is_extension(g.font)
-                                  and g.text not in delimiters.get(g.font, ()))
+    fonts = document_fonts()
+    delimiters = fonts.delimiters
+    # (an extension glyph its font's names call a delimiter, or a piece of one, is none: lebl's big
+    # "(" before "nπ/λ", the top of a matrix's "[" beside a "1/2" cell)
+    signs = [g for g in chars if (g.text == "√" or len(g.text) == 1 and not g.synthetic and is_extension(g.font)
+                                  and g.text not in delimiters.get(g.font, ()) and g.text not in PIECES
+                                  and g.text not in fonts.piece_codes.get(g.font, ()))
              and abs(g.x1 - rule.x0) <= 0.3 * g.size
              and g.top - 0.35 * g.size <= rule.y <= g.oy + 0.6 * g.size]
     if not signs:
@@ -360,7 +364,9 @@ def _radical(rule: Rule, chars: list[Glyph]) -> tuple[Glyph, list[Glyph]] | None
     ink = [g for g in below if not g.blank and (g.bottom < rule.y + 1.8 * em or g.atom and g.top < rule.y + 0.8 * em)]
     if not ink:
         return None
-    row = _row(ink)
+    # its row: the text's and rebuilt pieces' baseline, not a big delimiter's (hung from its top)
+    # nor a script's
+    row = _row([g for g in ink if not is_extension(g.font) and (g.atom or g.size >= 0.9 * em)] or ink)
     radicand = [g for g in below if g.bottom <= row + 0.4 * em]
     index = [g for g in chars if g is not sign and not g.blank and g.size < 0.8 * em and g not in radicand
              and sign.x0 - 0.3 * em <= g.mid <= sign.x0 + 0.6 * (sign.x1 - sign.x0)
