@@ -12,7 +12,6 @@ and the estimated Jaccard to it. A JSON report goes to `<run>/reports/dedup_minh
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -169,8 +168,7 @@ class MinHashDedup(Stage):
             if text.strip() and len(text) <= c.answer_chars:
                 key = canonical_text(text, lowercase=c.lowercase, latex=c.latex, punctuation=c.punctuation)
                 stated = numbers(key, canonical=True)
-                key = "\x1fn:" + "\x1f".join(stated) if stated else key
-                out[i] = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little", signed=True) or 1
+                out[i] = numbers_hash(("n", *stated) if stated else ("t", key)) or 1
         return out
 
     def duplicates(self, jaccard: np.ndarray, num_a: np.ndarray, num_b: np.ndarray, ans_a: np.ndarray,
