@@ -9,11 +9,6 @@ from __future__ import annotations
 from test_pdf_notation import FONT, S, Writer, parse_lines
 
 
-def _small_fraction(w: Writer, x: float, y: float, num: str, den: str, size: float) -> float:
-    """A fraction of text size `size` on the row whose baseline is y; returns its end."""
-    return w.fraction(x, y, num, den, size)
-
-
 def test_a_denominator_with_big_parentheses_and_a_fraction_inside(tmp_path):
     # ω = mv / ((½M + m)R): the row at 12 pt, the fraction's parts at 8 pt, its parentheses at 12
     w = Writer()
@@ -22,7 +17,7 @@ def test_a_denominator_with_big_parentheses_and_a_fraction_inside(tmp_path):
     bar = y - 3.0
     den_y = bar + 8.9
     d = w.text(x, den_y + 1, "(", 12)
-    d = _small_fraction(w, d + 0.5, bar + 7.5, "1", "2", 6.0)
+    d = w.fraction(d + 0.5, bar + 7.5, "1", "2", 6.0)
     d = w.text(d + 0.5, den_y, "M + m", small)
     d = w.text(d, den_y + 1, ")", 12)
     end = w.text(d, den_y, "R", small)
